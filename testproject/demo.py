@@ -1,0 +1,89 @@
+"""The demo agent's parts: a native tool that asks a person before acting, and
+a deterministic offline model for when no LLM_BASE_URL is set."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+import toolnexus
+from toolnexus import ToolContext, ToolResult
+
+COST_CENTERS = ["travel", "equipment", "training", "other"]
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "cost_center": {"type": "string", "enum": COST_CENTERS, "title": "Cost center"},
+        "approved_amount": {"type": "number", "title": "Approved amount"},
+        "note": {"type": "string", "title": "Note for the claimant"},
+    },
+    "required": ["cost_center"],
+}
+
+
+def _file_expense(
+    amount: float, description: str, ctx: ToolContext | None = None
+) -> ToolResult | str:
+    """File an expense claim. A person must approve every claim before it is filed."""
+    answer = ctx.answer if ctx is not None else None
+    if answer is None:
+        # Always ask first, whatever the arguments. A unique id: toolnexus's
+        # default pending ids can collide across processes.
+        return toolnexus.pending(
+            kind="approval",
+            id=f"approve-{uuid.uuid4()}",
+            prompt=f"Approve an expense claim of {amount:.2f} for {description!r}?",
+            data={"tool": "file_expense", "amount": amount, "schema": APPROVAL_SCHEMA},
+        )
+    if not answer.ok:
+        return f"The expense claim was not approved ({answer.reason or 'declined'}); nothing was filed."
+    data = answer.data or {}
+    filed = data.get("approved_amount", amount)
+    where = data.get("cost_center", "other")
+    return f"Filed expense claim EXP-{uuid.uuid4().hex[:6].upper()}: {filed} under {where}."
+
+
+file_expense = toolnexus.tool(name="file_expense")(_file_expense)
+
+_AMOUNT = re.compile(r"(\d+(?:\.\d+)?)")
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def demo_generate(request: dict[str, Any]) -> dict[str, Any]:
+    """A deterministic stand-in model: expense requests call ``file_expense``,
+    tool results are reported back, anything else gets a short summary."""
+    messages = request.get("messages") or []
+    last = messages[-1] if messages else {}
+    if last.get("role") == "tool":
+        return {"content": f"Done. {last.get('content', '')}"}
+    text = _last_user_text(messages)
+    match = _AMOUNT.search(text)
+    if "expense" in text.lower() and match:
+        return {
+            "tool_calls": [
+                {
+                    "name": "file_expense",
+                    "arguments": {"amount": float(match.group(1)), "description": text[:80]},
+                }
+            ]
+        }
+    words = text.split()
+    summary = " ".join(words[:12]) + (" ..." if len(words) > 12 else "")
+    return {"content": f"Summary ({len(words)} words): {summary}"}
+
+
+def offline_client() -> toolnexus.Client:
+    """Deterministic offline demo model (in-process, no network; set LLM_BASE_URL for a real one)."""
+    return toolnexus.create_in_process_client(model="offline-demo", generate=demo_generate)

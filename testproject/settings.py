@@ -1,0 +1,135 @@
+"""Settings of the demo / test project, read from the environment.
+
+DATABASE_URL      default sqlite:///<repo>/var/db.sqlite3 (also sqlite:////abs/path,
+                  postgres://user@host:port/name)
+TOOLNEXUS_STORE   default "django" ("memory", "file:<dir>", "django")
+LLM_BASE_URL      unset: a deterministic offline demo model runs in-process
+LLM_STYLE         openai | anthropic (default openai)
+LLM_MODEL         default "demo-model"
+LLM_API_KEY       default "not-needed"
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+VAR_DIR.mkdir(exist_ok=True)
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "insecure-demo-key-do-not-use-in-production")
+DEBUG = os.environ.get("DJANGO_DEBUG", "") == "1"
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]", "testserver"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "toolnexus_django",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "testproject.urls"
+WSGI_APPLICATION = "testproject.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_database_url = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
+_database = dj_database_url.parse(_database_url, conn_max_age=0)
+if _database["ENGINE"] == "django.db.backends.sqlite3":
+    # Request threads and worker threads both write: take the write lock up
+    # front (no "database is locked" on upgrade) and wait for it a while.
+    _database["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # Tests need a file, not :memory:, so worker threads share the database.
+    _database["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+DATABASES = {"default": _database}
+
+AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+}
+
+_llm_base_url = os.environ.get("LLM_BASE_URL")
+if _llm_base_url:
+    _client: object = {
+        "base_url": _llm_base_url,
+        "style": os.environ.get("LLM_STYLE", "openai"),
+        "model": os.environ.get("LLM_MODEL", "demo-model"),
+        "api_key": os.environ.get("LLM_API_KEY", "not-needed"),
+        "timeout_ms": int(os.environ.get("LLM_TIMEOUT_MS", "120000")),
+    }
+else:
+    _client = "testproject.demo.offline_client"
+
+TOOLNEXUS = {
+    "STORE": os.environ.get("TOOLNEXUS_STORE", "django"),
+    "AGENT": {
+        "name": "filing-desk",
+        "description": "Files expense claims (with a person's approval) and summarises text.",
+        "version": "0.1.0",
+        "provider": {"organization": "toolnexus-django demo", "url": "https://example.invalid"},
+    },
+    "TOOLKIT": {
+        "skills_dir": BASE_DIR / "testproject" / "skills",
+        "builtins": False,
+        "tools": ["testproject.demo.file_expense"],
+    },
+    "CLIENT": _client,
+    # The demo endpoint is open; real projects pick DRF classes here.
+    "AUTHENTICATION_CLASSES": [],
+    "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "toolnexus_django": {
+            "handlers": ["console"],
+            "level": os.environ.get("TOOLNEXUS_LOG_LEVEL", "INFO"),
+        },
+    },
+}

@@ -1,0 +1,27 @@
+"""Test doubles for toolnexus_django's tests."""
+
+from tests.fakes.llm import (
+    DEFAULT_USAGE,
+    Fail,
+    FakeLLM,
+    Hang,
+    RecordedRequest,
+    Reply,
+    Style,
+    Text,
+    ToolCall,
+    first_user_text,
+)
+
+__all__ = [
+    "DEFAULT_USAGE",
+    "Fail",
+    "FakeLLM",
+    "Hang",
+    "RecordedRequest",
+    "Reply",
+    "Style",
+    "Text",
+    "ToolCall",
+    "first_user_text",
+]

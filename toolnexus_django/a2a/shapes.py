@@ -1,0 +1,129 @@
+"""Canonical Task shapes (toolnexus / A2A v0.3): how a Task is built and moved
+from state to state. Stores keep exactly this; dialects convert at the edge."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from ..stores.base import PRIVATE_KEY, Task
+
+TERMINAL = frozenset({"completed", "failed", "canceled", "rejected"})
+
+
+def now_iso() -> str:
+    """RFC 3339 UTC timestamp with milliseconds and a zone (``...Z``)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def text_part(text: str) -> dict[str, Any]:
+    return {"kind": "text", "text": text}
+
+
+def agent_message(text: str, *, task: Task) -> dict[str, Any]:
+    return {
+        "kind": "message",
+        "role": "agent",
+        "messageId": new_id(),
+        "parts": [text_part(text)],
+        "taskId": task["id"],
+        "contextId": task.get("contextId"),
+    }
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The text of a message: its text parts joined by newlines. Parts with
+    ``kind: "text"`` (toolnexus, v0.3) and kind-less ``{"text": ...}`` parts
+    (v1.0) both count."""
+    texts = []
+    for part in message.get("parts") or ():
+        if not isinstance(part, dict):
+            continue
+        if part.get("kind", "text") == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+    return "\n".join(texts)
+
+
+def private(task: Task) -> dict[str, Any]:
+    """The server-side section of ``task`` (created if missing)."""
+    return task.setdefault(PRIVATE_KEY, {})
+
+
+def owner_of(task: Task) -> str | None:
+    owner = (task.get(PRIVATE_KEY) or {}).get("owner")
+    return None if owner is None else str(owner)
+
+
+def state_of(task: Task) -> str:
+    return str((task.get("status") or {}).get("state") or "")
+
+
+def new_task(message: dict[str, Any], *, text: str, owner: str | None) -> Task:
+    """A ``submitted`` Task for an incoming user message."""
+    tid = new_id()
+    context_id = message.get("contextId")
+    if not isinstance(context_id, str) or not context_id:
+        context_id = new_id()
+    user_message = {
+        "kind": "message",
+        "role": "user",
+        "messageId": str(message.get("messageId") or new_id()),
+        "parts": [p for p in message.get("parts") or () if isinstance(p, dict)],
+        "taskId": tid,
+        "contextId": context_id,
+    }
+    return {
+        "id": tid,
+        "contextId": context_id,
+        "kind": "task",
+        "status": {"state": "submitted", "timestamp": now_iso()},
+        "history": [user_message],
+        PRIVATE_KEY: {"owner": owner, "input": {"text": text}},
+    }
+
+
+def with_status(task: Task, state: str, text: str | None = None) -> Task:
+    """A copy of ``task`` in ``state`` (with an agent status message if ``text``)."""
+    moved = copy.deepcopy(task)
+    status: dict[str, Any] = {"state": state, "timestamp": now_iso()}
+    if text is not None:
+        status["message"] = agent_message(text, task=moved)
+    moved["status"] = status
+    return moved
+
+
+def completed(task: Task, text: str) -> Task:
+    done = with_status(task, "completed")
+    done["artifacts"] = [
+        {"artifactId": new_id(), "name": "result", "parts": [text_part(text)]}
+    ]
+    done.setdefault("history", []).append(agent_message(text, task=done))
+    private(done).pop("pending", None)
+    return done
+
+
+def failed(task: Task, reason: str) -> Task:
+    out = with_status(task, "failed", reason)
+    private(out)["error"] = reason
+    return out
+
+
+def input_required(
+    task: Task, request: Any, *, transcript: list[dict[str, Any]], style: str
+) -> Task:
+    """Suspended on a toolnexus pending ``Request``: the prompt goes on the wire,
+    the Request and the transcript needed to resume stay server-side."""
+    req = dataclasses.asdict(request) if dataclasses.is_dataclass(request) else dict(request)
+    out = with_status(task, "input-required", str(req.get("prompt") or "Input required"))
+    section = private(out)
+    section["pending"] = req
+    section["transcript"] = transcript
+    section["style"] = style
+    return out

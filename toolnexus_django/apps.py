@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class ToolnexusDjangoConfig(AppConfig):
+    name = "toolnexus_django"
+    verbose_name = _("Agent tasks")
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Register the system checks. Nothing else happens here: the runtime
+        # starts on the first run, never because the app was imported.
+        from . import checks  # noqa: F401

@@ -1,0 +1,216 @@
+"""System checks for the ``TOOLNEXUS`` setting.
+
+Misconfiguration is reported by ``manage.py check`` (and before every
+management command) with stable ids, never as a traceback at request time:
+
+=======================  =====================================================
+toolnexus_django.E001    TOOLNEXUS is not a dict, or has an unknown key
+toolnexus_django.E002    STORE is none of the accepted forms
+toolnexus_django.E003    "rest_framework" is missing from INSTALLED_APPS
+toolnexus_django.E004    TOOLKIT["skills_dir"] is missing or unreadable
+toolnexus_django.E005    CLIENT["style"] is not "openai" or "anthropic"
+toolnexus_django.E006    AGENT / TOOLKIT / CLIENT has the wrong type
+toolnexus_django.E007    a dotted path (factory, tool, DRF class) does not import
+toolnexus_django.E008    TASK_BACKEND names no backend in settings.TASKS
+toolnexus_django.E009    WORKER_THREADS / RUN_TIMEOUT is not a positive number
+toolnexus_django.W001    CLIENT has no base_url or model: runs will fail
+=======================  =====================================================
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from django.apps import apps
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
+from django.utils.module_loading import import_string
+
+from .conf import DEFAULTS, SETTING_NAME, merge
+
+CLIENT_STYLES = ("openai", "anthropic")
+
+
+def _id(n: str) -> str:
+    return f"toolnexus_django.{n}"
+
+
+def _importable(path: Any, where: str) -> list[CheckMessage]:
+    if not isinstance(path, str):
+        return []
+    try:
+        import_string(path)
+    except ImportError as e:
+        return [
+            Error(
+                f"{SETTING_NAME}{where} = {path!r} cannot be imported: {e}",
+                hint="Give the full dotted path to a module-level object.",
+                id=_id("E007"),
+            )
+        ]
+    return []
+
+
+@register(Tags.compatibility)
+def check_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    raw = getattr(settings, SETTING_NAME, {})
+    if not isinstance(raw, dict):
+        return [Error(f"{SETTING_NAME} must be a dict, not {type(raw).__name__}", id=_id("E001"))]
+    errors: list[CheckMessage] = []
+    for key in raw:
+        if key not in DEFAULTS:
+            errors.append(
+                Error(
+                    f"{SETTING_NAME} has an unknown key {key!r}",
+                    hint=f"Known keys: {', '.join(DEFAULTS)}.",
+                    id=_id("E001"),
+                )
+            )
+    cfg = merge(raw)
+    errors += _check_store(cfg["STORE"])
+    errors += _check_sections(cfg)
+    errors += _check_numbers(cfg)
+    errors += _check_task_backend(cfg["TASK_BACKEND"])
+    for key in ("AUTHENTICATION_CLASSES", "PERMISSION_CLASSES"):
+        value = cfg[key]
+        if value is not None and not isinstance(value, (list, tuple)):
+            errors.append(Error(f"{SETTING_NAME}[{key!r}] must be a list", id=_id("E006")))
+            continue
+        for i, path in enumerate(value or ()):
+            errors += _importable(path, f"[{key!r}][{i}]")
+    if not apps.is_installed("rest_framework"):
+        errors.append(
+            Error(
+                '"rest_framework" is not in INSTALLED_APPS',
+                hint="The endpoint is built on Django REST framework: add it to INSTALLED_APPS.",
+                id=_id("E003"),
+            )
+        )
+    return errors
+
+
+def _check_store(store: Any) -> list[CheckMessage]:
+    from .stores import InvalidStoreError, TaskStore, resolve_store
+
+    if isinstance(store, str) and store.startswith("file:"):
+        directory = store[len("file:") :]
+        parent = os.path.dirname(os.path.abspath(directory)) if directory else ""
+        if directory and (os.path.isdir(directory) or os.path.isdir(parent)):
+            return []
+        return [
+            Error(
+                f"{SETTING_NAME}['STORE'] = {store!r}: the directory cannot be created",
+                hint='Use "file:<dir>" with a directory (or a parent that exists).',
+                id=_id("E002"),
+            )
+        ]
+    if store is None or isinstance(store, TaskStore) or store in ("memory", "django"):
+        return []
+    try:
+        resolve_store(store)
+    except InvalidStoreError as e:
+        return [Error(f"{SETTING_NAME}['STORE']: {e}", id=_id("E002"))]
+    except Exception as e:  # a custom store whose constructor fails
+        return [Error(f"{SETTING_NAME}['STORE'] = {store!r} failed to build: {e}", id=_id("E002"))]
+    return []
+
+
+def _check_sections(cfg: dict[str, Any]) -> list[CheckMessage]:
+    errors: list[CheckMessage] = []
+    agent = cfg["AGENT"]
+    if not isinstance(agent, dict):
+        errors.append(Error(f"{SETTING_NAME}['AGENT'] must be a dict", id=_id("E006")))
+    elif agent.get("skills") is not None and not isinstance(agent["skills"], (list, tuple)):
+        errors.append(
+            Error(f"{SETTING_NAME}['AGENT']['skills'] must be a list of names", id=_id("E006"))
+        )
+
+    toolkit = cfg["TOOLKIT"]
+    if isinstance(toolkit, str):
+        errors += _importable(toolkit, "['TOOLKIT']")
+    elif not isinstance(toolkit, dict):
+        errors.append(
+            Error(f"{SETTING_NAME}['TOOLKIT'] must be a dict or a dotted path", id=_id("E006"))
+        )
+    else:
+        errors += _check_skills_dir(toolkit.get("skills_dir"))
+        for i, path in enumerate(toolkit.get("tools") or ()):
+            errors += _importable(path, f"['TOOLKIT']['tools'][{i}]")
+
+    client = cfg["CLIENT"]
+    if isinstance(client, str):
+        errors += _importable(client, "['CLIENT']")
+    elif not isinstance(client, dict):
+        errors.append(
+            Error(f"{SETTING_NAME}['CLIENT'] must be a dict or a dotted path", id=_id("E006"))
+        )
+    else:
+        style = client.get("style") or "openai"
+        if style not in CLIENT_STYLES:
+            errors.append(
+                Error(
+                    f"{SETTING_NAME}['CLIENT']['style'] = {style!r} is not a known client style",
+                    hint=f"Use one of {', '.join(CLIENT_STYLES)}.",
+                    id=_id("E005"),
+                )
+            )
+        if not client.get("base_url") or not client.get("model"):
+            errors.append(
+                Warning(
+                    f"{SETTING_NAME}['CLIENT'] has no base_url or model: every run will fail",
+                    hint="Set CLIENT base_url and model, or a dotted path to a client factory.",
+                    id=_id("W001"),
+                )
+            )
+    return errors
+
+
+def _check_skills_dir(value: Any) -> list[CheckMessage]:
+    if value is None:
+        return []
+    dirs = [value] if isinstance(value, (str, os.PathLike)) else list(value)
+    errors: list[CheckMessage] = []
+    for d in dirs:
+        path = os.fspath(d)
+        if not os.path.isdir(path) or not os.access(path, os.R_OK | os.X_OK):
+            errors.append(
+                Error(
+                    f"{SETTING_NAME}['TOOLKIT']['skills_dir']: {path!r} is not a readable directory",
+                    id=_id("E004"),
+                )
+            )
+    return errors
+
+
+def _check_numbers(cfg: dict[str, Any]) -> list[CheckMessage]:
+    errors: list[CheckMessage] = []
+    threads = cfg["WORKER_THREADS"]
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        errors.append(
+            Error(f"{SETTING_NAME}['WORKER_THREADS'] must be an integer >= 1", id=_id("E009"))
+        )
+    timeout = cfg["RUN_TIMEOUT"]
+    if timeout is not None and (
+        not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0
+    ):
+        errors.append(
+            Error(f"{SETTING_NAME}['RUN_TIMEOUT'] must be a positive number of seconds", id=_id("E009"))
+        )
+    return errors
+
+
+def _check_task_backend(alias: Any) -> list[CheckMessage]:
+    if alias is None:
+        return []
+    tasks = getattr(settings, "TASKS", None) or {}
+    if alias not in tasks:
+        return [
+            Error(
+                f"{SETTING_NAME}['TASK_BACKEND'] = {alias!r} is not a backend in settings.TASKS",
+                hint="Use None for the built-in in-process backend, or an alias of settings.TASKS.",
+                id=_id("E008"),
+            )
+        ]
+    return []

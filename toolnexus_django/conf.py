@@ -1,0 +1,142 @@
+"""The ``TOOLNEXUS`` setting: one dict, documented defaults, read lazily.
+
+Modelled on DRF's ``api_settings``: attribute access reads ``settings.TOOLNEXUS``
+on first use and caches the merged result; Django's ``setting_changed`` signal
+(sent by ``override_settings`` and pytest-django's ``settings`` fixture) drops
+the cache so tests see their overrides.
+
+Validation lives in :mod:`toolnexus_django.checks` (system checks with stable
+ids), so a bad value is reported at start-up rather than at request time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+SETTING_NAME = "TOOLNEXUS"
+
+#: Every recognised key and its default. Keys not listed here are reported by
+#: check ``toolnexus_django.E001``.
+DEFAULTS: dict[str, Any] = {
+    # Where Tasks live: "memory" | "file:<dir>" | "django" | "django:<db alias>"
+    # | a TaskStore instance | a dotted path to a TaskStore class or instance.
+    "STORE": "memory",
+    # The Agent Card. ``skills`` filters the toolkit's SKILL.md skills by name
+    # (None = all of them).
+    "AGENT": {
+        "name": "toolnexus-agent",
+        "description": "",
+        "version": "0.1.0",
+        "provider": None,
+        "skills": None,
+    },
+    # How the toolkit is built: a dict of create_toolkit() options, or a dotted
+    # path to a factory ``() -> Toolkit`` (sync or async).
+    #   skills_dir: str | Path | list | None
+    #   mcp_config: str | dict | None
+    #   builtins:   bool (toolnexus's built-in tools; off by default here)
+    #   tools:      dotted paths of native toolnexus Tools offered on every turn
+    "TOOLKIT": {
+        "skills_dir": None,
+        "mcp_config": None,
+        "builtins": False,
+        "tools": [],
+    },
+    # How the model client is built: a dict of create_client() options, or a
+    # dotted path to a factory ``() -> Client``.
+    #   base_url, style ("openai" | "anthropic"), model, api_key, plus any other
+    #   create_client keyword (timeout_ms, max_turns, retries, system_prompt, ...)
+    "CLIENT": {
+        "base_url": None,
+        "style": "openai",
+        "model": None,
+        "api_key": None,
+    },
+    # DRF authentication / permission classes for the JSON-RPC endpoint.
+    # None = DRF's DEFAULT_AUTHENTICATION_CLASSES / DEFAULT_PERMISSION_CLASSES.
+    "AUTHENTICATION_CLASSES": None,
+    "PERMISSION_CLASSES": None,
+    # Which Django Tasks backend runs fulfilment: None = the app's own
+    # in-process backend (no broker, no extra process); otherwise an alias of
+    # settings.TASKS (e.g. a django-tasks-db DatabaseBackend with db_worker).
+    "TASK_BACKEND": None,
+    # Worker threads of the in-process backend (concurrent runs per process).
+    "WORKER_THREADS": 8,
+    # Upper bound, in seconds, on one run inside a worker (None = no bound
+    # beyond the client's own timeout_ms).
+    "RUN_TIMEOUT": None,
+}
+
+#: Nested dict settings whose missing keys fall back to the defaults above.
+_NESTED = ("AGENT", "TOOLKIT", "CLIENT")
+
+
+class ToolnexusSettings:
+    """Lazy, cached view of ``settings.TOOLNEXUS`` merged over :data:`DEFAULTS`."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+        self._reload_hooks: list[Callable[[], None]] = []
+
+    @property
+    def user_settings(self) -> dict[str, Any]:
+        value = getattr(django_settings, SETTING_NAME, None)
+        return dict(value) if isinstance(value, dict) else {}
+
+    def _merged(self) -> dict[str, Any]:
+        cache = self._cache
+        if cache is None:
+            with self._lock:
+                if self._cache is None:
+                    self._cache = merge(self.user_settings)
+                cache = self._cache
+        return cache
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in DEFAULTS:
+            raise AttributeError(f"Invalid TOOLNEXUS setting: {name!r}")
+        return self._merged()[name]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._merged())
+
+    def on_reload(self, hook: Callable[[], None]) -> None:
+        """Run ``hook`` whenever the setting changes (per-process caches use this)."""
+        self._reload_hooks.append(hook)
+
+    def reload(self) -> None:
+        with self._lock:
+            self._cache = None
+        for hook in list(self._reload_hooks):
+            hook()
+
+
+def merge(user: dict[str, Any]) -> dict[str, Any]:
+    """Overlay the user's dict on the defaults (one level deep for dict sections)."""
+    merged: dict[str, Any] = {}
+    for key, default in DEFAULTS.items():
+        if key not in user:
+            merged[key] = dict(default) if isinstance(default, dict) else default
+            continue
+        value = user[key]
+        if key in _NESTED and isinstance(value, dict):
+            merged[key] = {**default, **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+toolnexus_settings = ToolnexusSettings()
+
+
+@receiver(setting_changed)
+def _reload_toolnexus_settings(*, setting: str, **kwargs: Any) -> None:
+    if setting in (SETTING_NAME, "DATABASES", "TASKS"):
+        toolnexus_settings.reload()

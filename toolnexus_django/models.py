@@ -1,0 +1,90 @@
+"""Database rows for the ``django`` task store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class TaskState(models.TextChoices):
+    """The canonical (toolnexus / A2A v0.3) Task states."""
+
+    SUBMITTED = "submitted", _("submitted")
+    WORKING = "working", _("working")
+    INPUT_REQUIRED = "input-required", _("input required")
+    AUTH_REQUIRED = "auth-required", _("auth required")
+    COMPLETED = "completed", _("completed")
+    FAILED = "failed", _("failed")
+    CANCELED = "canceled", _("canceled")
+    REJECTED = "rejected", _("rejected")
+
+
+#: States a Task never leaves.
+TERMINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
+#: States in which a run waits on a person.
+AWAITING_HUMAN_STATES = frozenset({"input-required", "auth-required"})
+
+
+class TaskRecordQuerySet(models.QuerySet["TaskRecord"]):
+    def in_state(self, *states: str) -> TaskRecordQuerySet:
+        return self.filter(state__in=states)
+
+    def awaiting_human(self) -> TaskRecordQuerySet:
+        return self.filter(state__in=AWAITING_HUMAN_STATES)
+
+    def terminal(self) -> TaskRecordQuerySet:
+        return self.filter(state__in=TERMINAL_STATES)
+
+    def owned_by(self, owner: Any) -> TaskRecordQuerySet:
+        return self.filter(owner=owner)
+
+
+class TaskRecord(models.Model):
+    """One A2A Task. ``task`` is the public Task exactly as the wire renders it
+    (canonical shape); ``private`` is the server-side part (input, pending
+    Request, transcript) that never leaves the server. ``state``,
+    ``context_id`` and ``owner`` mirror the JSON so they can be indexed."""
+
+    id = models.CharField(_("id"), max_length=255, primary_key=True)
+    context_id = models.CharField(_("context id"), max_length=255, blank=True, default="")
+    state = models.CharField(
+        _("state"), max_length=32, choices=TaskState.choices, default=TaskState.SUBMITTED
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="toolnexus_tasks",
+    )
+    task = models.JSONField(_("task"), default=dict)
+    private = models.JSONField(_("server-side data"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    objects = TaskRecordQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("task")
+        verbose_name_plural = _("tasks")
+        ordering = ("-created_at",)
+        indexes = [
+            # "Which Tasks are in state X", newest activity first (admin, recovery).
+            models.Index(fields=["state", "-updated_at"], name="tnx_task_state_updated"),
+            # A caller's own Tasks, newest first (ListTasks, ownership checks).
+            models.Index(fields=["owner", "-updated_at"], name="tnx_task_owner_updated"),
+            # All Tasks of one conversation.
+            models.Index(fields=["context_id"], name="tnx_task_context"),
+            models.Index(fields=["-created_at"], name="tnx_task_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.state})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in TERMINAL_STATES

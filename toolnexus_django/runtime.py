@@ -1,0 +1,253 @@
+"""The per-process agent runtime: the toolkit and the model client, owned by one
+long-lived event loop on a thread of its own.
+
+A toolkit with MCP servers is bound to the loop that created it, so every run
+in this process goes through the same loop. Callers are ordinary (sync) worker
+threads: they hand a coroutine over with :meth:`AgentRuntime.call` and block
+on the result. The ORM is never touched on the loop — stores are read and
+written by the worker threads around a run.
+
+The runtime starts lazily, on the first run in a process (never in
+``AppConfig.ready()``: migrate and every management command import the app),
+and again after a fork.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import toolnexus
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from .conf import toolnexus_settings
+from .threads import DaemonThreadPool
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Keys of TOOLNEXUS["TOOLKIT"] this app interprets; any other key is passed
+#: to ``toolnexus.create_toolkit`` as a keyword.
+TOOLKIT_KEYS = ("skills_dir", "mcp_config", "builtins", "tools")
+CLIENT_STYLES = ("openai", "anthropic")
+
+#: How long start-up (building the toolkit: MCP servers, skills) may take.
+START_TIMEOUT = 60.0
+#: Threads for toolnexus's blocking HTTP calls (``asyncio.to_thread``).
+IO_THREADS = 32
+
+
+def skills_dirs(toolkit_setting: Any = None) -> list[str]:
+    """The SKILL.md directories the toolkit is built from (for the Agent Card)."""
+    cfg = toolnexus_settings.TOOLKIT if toolkit_setting is None else toolkit_setting
+    if not isinstance(cfg, dict):
+        return []
+    value = cfg.get("skills_dir")
+    if value is None:
+        return []
+    if isinstance(value, (str, os.PathLike)):
+        return [os.fspath(value)]
+    return [os.fspath(v) for v in value]
+
+
+def _load(path_or_obj: Any, what: str) -> Any:
+    if isinstance(path_or_obj, str):
+        try:
+            return import_string(path_or_obj)
+        except ImportError as e:
+            raise ImproperlyConfigured(f"TOOLNEXUS[{what!r}]: cannot import {path_or_obj!r}: {e}")
+    return path_or_obj
+
+
+async def build_toolkit(setting: Any = None) -> toolnexus.Toolkit:
+    """Build the toolkit from ``TOOLNEXUS["TOOLKIT"]`` (a dict of options or a
+    factory / dotted path to one)."""
+    cfg = toolnexus_settings.TOOLKIT if setting is None else setting
+    if not isinstance(cfg, dict):
+        factory = _load(cfg, "TOOLKIT")
+        made = factory()
+        if inspect.isawaitable(made):
+            made = await made
+        return made
+    tools = [_load(t, "TOOLKIT") for t in cfg.get("tools") or ()]
+    extra = {k: v for k, v in cfg.items() if k not in TOOLKIT_KEYS}
+    dirs = skills_dirs(cfg)
+    return await toolnexus.create_toolkit(
+        skills_dir=(dirs or None),
+        mcp_config=cfg.get("mcp_config"),
+        builtins=bool(cfg.get("builtins", False)),
+        extra_tools=tools,
+        **extra,
+    )
+
+
+def build_client(setting: Any = None) -> toolnexus.Client:
+    """Build the model client from ``TOOLNEXUS["CLIENT"]`` (a dict of
+    ``create_client`` options or a factory / dotted path to one)."""
+    cfg = toolnexus_settings.CLIENT if setting is None else setting
+    if not isinstance(cfg, dict):
+        return _load(cfg, "CLIENT")()
+    options = {k: v for k, v in cfg.items() if v is not None}
+    if not options.get("base_url") or not options.get("model"):
+        raise ImproperlyConfigured(
+            'TOOLNEXUS["CLIENT"] needs "base_url" and "model" (or a dotted path to a '
+            "factory that returns a toolnexus Client)"
+        )
+    if options.get("style", "openai") not in CLIENT_STYLES:
+        raise ImproperlyConfigured(f'TOOLNEXUS["CLIENT"]["style"] must be one of {CLIENT_STYLES}')
+    return toolnexus.create_client(**options)
+
+
+class AgentRuntime:
+    """The toolkit and client of this process, on one event loop thread."""
+
+    def __init__(
+        self,
+        toolkit_factory: Callable[[], Awaitable[toolnexus.Toolkit]] = build_toolkit,
+        client_factory: Callable[[], toolnexus.Client] = build_client,
+    ) -> None:
+        self._toolkit_factory = toolkit_factory
+        self._client_factory = client_factory
+        self.toolkit: toolnexus.Toolkit | None = None
+        self.client: toolnexus.Client | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.pid = os.getpid()
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._io: DaemonThreadPool | None = None
+
+    # -- life cycle ------------------------------------------------------------
+    def start(self, timeout: float = START_TIMEOUT) -> AgentRuntime:
+        self._thread = threading.Thread(target=self._main, name="toolnexus-runtime", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise RuntimeError(f"the agent runtime did not start within {timeout:.0f}s")
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def _main(self) -> None:
+        loop = asyncio.new_event_loop()
+        # toolnexus runs its blocking HTTP calls with asyncio.to_thread; daemon
+        # threads keep a hung model call from hanging interpreter exit.
+        self._io = DaemonThreadPool(IO_THREADS, name="toolnexus-io")
+        loop.set_default_executor(self._io)
+        asyncio.set_event_loop(loop)
+        self.loop = loop
+        try:
+            loop.run_until_complete(self._setup())
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            loop.close()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            try:
+                loop.run_until_complete(self._teardown())
+            except Exception:  # closing must not mask the reason we stopped
+                logger.exception("closing the toolkit failed")
+            loop.close()
+
+    async def _setup(self) -> None:
+        self.toolkit = await self._toolkit_factory()
+        made = self._client_factory()
+        self.client = await made if inspect.isawaitable(made) else made
+
+    async def _teardown(self) -> None:
+        if self.toolkit is not None:
+            await asyncio.wait_for(self.toolkit.close(), timeout=5)
+
+    @property
+    def alive(self) -> bool:
+        return (
+            self._thread is not None
+            and self._thread.is_alive()
+            and self.pid == os.getpid()
+            and self._error is None
+        )
+
+    def stop(self, timeout: float = 5.0) -> None:
+        loop, thread = self.loop, self._thread
+        if loop is None or thread is None or not thread.is_alive() or self.pid != os.getpid():
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout)
+        if self._io is not None:
+            self._io.shutdown(wait=False)
+
+    # -- running ---------------------------------------------------------------
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        if self.loop is None or not self.alive:
+            coro.close()
+            raise RuntimeError("the agent runtime is not running")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the runtime's loop and wait (at most ``timeout`` s)."""
+        future = self.submit(coro)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise
+
+    def run(
+        self,
+        text: str,
+        *,
+        history: list[dict[str, Any]] | None = None,
+        timeout: float | None = None,
+    ) -> toolnexus.RunResult:
+        """One agent run of ``text`` through the client loop with the toolkit."""
+        assert self.client is not None
+        return self.call(self.client.run(text, self.toolkit, history=history), timeout)
+
+
+_lock = threading.Lock()
+_runtime: AgentRuntime | None = None
+
+
+def get_runtime() -> AgentRuntime:
+    """This process's runtime, started on first use (and again after a fork)."""
+    global _runtime
+    runtime = _runtime
+    if runtime is None or not runtime.alive:
+        with _lock:
+            runtime = _runtime
+            if runtime is None or not runtime.alive:
+                if runtime is not None:
+                    runtime.stop(timeout=1)
+                runtime = AgentRuntime().start()
+                _runtime = runtime
+                logger.info("toolnexus runtime started in process %s", os.getpid())
+    return runtime
+
+
+def shutdown_runtime(timeout: float = 5.0) -> None:
+    """Stop this process's runtime, if one is running."""
+    global _runtime
+    with _lock:
+        runtime, _runtime = _runtime, None
+    if runtime is not None:
+        runtime.stop(timeout)
+
+
+def default_skills_root() -> Path | None:
+    dirs = skills_dirs()
+    return Path(dirs[0]) if dirs else None
+
+
+toolnexus_settings.on_reload(lambda: shutdown_runtime(timeout=2))

@@ -1,0 +1,107 @@
+"""Pluggable Task stores, like ``django.contrib.sessions.backends``.
+
+``TOOLNEXUS["STORE"]`` goes straight through :func:`resolve_store`::
+
+    None | "memory"        -> InMemoryTaskStore()   (the default)
+    "file:<dir>"           -> FileTaskStore(<dir>)
+    "django"               -> DjangoTaskStore()      ("django:<alias>" picks a database)
+    a TaskStore instance   -> used as-is
+    a TaskStore subclass   -> instantiated with no arguments
+    "pkg.module.Name"      -> imported, then as above
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from ..conf import toolnexus_settings
+from .adapter import ToolnexusStoreAdapter, as_toolnexus_store
+from .base import PRIVATE_KEY, Task, TaskStore
+from .db import DjangoTaskStore
+from .file import FileTaskStore
+from .memory import InMemoryTaskStore
+
+__all__ = [
+    "PRIVATE_KEY",
+    "DjangoTaskStore",
+    "FileTaskStore",
+    "InMemoryTaskStore",
+    "InvalidStoreError",
+    "Task",
+    "TaskStore",
+    "ToolnexusStoreAdapter",
+    "as_toolnexus_store",
+    "get_task_store",
+    "resolve_store",
+]
+
+ACCEPTED_FORMS = (
+    'None, "memory", "file:<dir>", "django", "django:<database alias>", '
+    "a TaskStore instance or subclass, or a dotted path to one"
+)
+
+
+class InvalidStoreError(ImproperlyConfigured, ValueError):
+    """A STORE value none of the accepted forms matches."""
+
+
+def resolve_store(store: Any = None) -> TaskStore:
+    """Map a ``STORE`` selector to a concrete :class:`TaskStore`."""
+    if store is None or store == "memory":
+        return InMemoryTaskStore()
+    if isinstance(store, TaskStore):
+        return store
+    if isinstance(store, type) and issubclass(store, TaskStore):
+        return store()
+    if isinstance(store, str):
+        if store.startswith("file:"):
+            directory = store[len("file:") :]
+            if not directory:
+                raise InvalidStoreError('STORE "file:" needs a directory: "file:<dir>"')
+            return FileTaskStore(directory)
+        if store == "django":
+            return DjangoTaskStore()
+        if store.startswith("django:"):
+            alias = store[len("django:") :]
+            if not alias:
+                raise InvalidStoreError('STORE "django:" needs a database alias')
+            return DjangoTaskStore(using=alias)
+        if "." in store and ":" not in store and "/" not in store:
+            try:
+                target = import_string(store)
+            except ImportError as e:
+                raise InvalidStoreError(f"STORE {store!r} could not be imported: {e}") from e
+            if isinstance(target, str):
+                raise InvalidStoreError(f"STORE {store!r} names a string, not a store")
+            return resolve_store(target)
+    raise InvalidStoreError(f"Unknown task store {store!r}: expected {ACCEPTED_FORMS}")
+
+
+_lock = threading.Lock()
+_store: TaskStore | None = None
+
+
+def get_task_store() -> TaskStore:
+    """The process-wide store built from ``TOOLNEXUS["STORE"]`` (built once, so
+    the in-memory store is one map per process; rebuilt when settings change)."""
+    global _store
+    store = _store
+    if store is None:
+        with _lock:
+            if _store is None:
+                _store = resolve_store(toolnexus_settings.STORE)
+            store = _store
+    return store
+
+
+def _forget_store() -> None:
+    global _store
+    with _lock:
+        _store = None
+
+
+toolnexus_settings.on_reload(_forget_store)

@@ -1,0 +1,80 @@
+"""One ``<sanitize(id)>.json`` per Task under a directory, written atomically.
+
+A write goes to a fresh temp file in the same directory (unique per writer, so
+two threads saving the same Task never share one), is flushed and fsynced, then
+``os.replace``-d over the target. A reader therefore sees either the previous
+complete file or the new complete one — never a torn or missing file — and the
+files are plain JSON, readable by any other process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from toolnexus import sanitize
+
+from .base import MAX_ID_LENGTH, Task, TaskStore, task_id_of
+
+
+class FileTaskStore(TaskStore):
+    def __init__(self, dir: str | os.PathLike[str]) -> None:
+        self.dir = Path(dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def path_for(self, id: str) -> Path:
+        """Where the Task with ``id`` lives. ``sanitize`` maps every character
+        outside ``[a-zA-Z0-9_-]`` to ``_``, so no id can leave the directory."""
+        return self.dir / f"{sanitize(id)}.json"
+
+    def get(self, id: str) -> Task | None:
+        if not isinstance(id, str) or not id or len(id) > MAX_ID_LENGTH:
+            return None
+        try:
+            with open(self.path_for(id), encoding="utf-8") as f:
+                task = json.load(f)
+        except FileNotFoundError:
+            return None
+        # sanitize() is not injective ("a/b" and "a_b" share a file): only the
+        # Task whose own id matches is returned.
+        if not isinstance(task, dict) or task.get("id") != id:
+            return None
+        return task
+
+    def save(self, task: Task) -> None:
+        tid = task_id_of(task)
+        if len(tid) > MAX_ID_LENGTH:
+            raise ValueError(f"Task id longer than {MAX_ID_LENGTH} characters")
+        data = json.dumps(task, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        target = self.path_for(tid)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".tmp", dir=self.dir)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        self._fsync_dir()
+
+    def _fsync_dir(self) -> None:
+        # Make the rename itself durable; not every platform can open a directory.
+        try:
+            dfd = os.open(self.dir, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(dfd)
+        except OSError:
+            pass
+        finally:
+            os.close(dfd)
+
+    def __repr__(self) -> str:
+        return f"<FileTaskStore {self.dir}>"

@@ -1,0 +1,40 @@
+"""The default store: a thread-safe map that lives as long as the process."""
+
+from __future__ import annotations
+
+import copy
+import threading
+
+from .base import Task, TaskStore, task_id_of
+
+
+class InMemoryTaskStore(TaskStore):
+    """Tasks in a dict guarded by a lock; copies in and out, so a caller that
+    mutates its dict after ``save`` (or the one ``get`` returned) cannot change
+    what is stored."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, Task] = {}
+        self._lock = threading.Lock()
+
+    def get(self, id: str) -> Task | None:
+        with self._lock:
+            task = self._tasks.get(id)
+        return copy.deepcopy(task) if task is not None else None
+
+    def save(self, task: Task) -> None:
+        tid = task_id_of(task)
+        snapshot = copy.deepcopy(task)
+        with self._lock:
+            self._tasks[tid] = snapshot
+
+    # Nothing here blocks: no need for a thread hop.
+    async def aget(self, id: str) -> Task | None:
+        return self.get(id)
+
+    async def asave(self, task: Task) -> None:
+        self.save(task)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._tasks)

@@ -1,0 +1,179 @@
+"""Background fulfilment as a Django Task.
+
+``SendMessage`` saves a ``submitted`` Task and, once the transaction commits,
+enqueues :data:`fulfil` with the Task's id. Whichever Django Tasks backend runs
+it — the app's in-process pool by default, or any backend named by
+``TOOLNEXUS["TASK_BACKEND"]`` — calls :func:`run_fulfilment` in a worker: the
+store is read and written there (never on the runtime's event loop), and only
+the model run itself is handed to the process's :class:`AgentRuntime`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+from typing import Any
+
+from django.db import transaction
+
+from .a2a import shapes
+from .a2a.dialects import Dialect, render_task
+from .backends import InProcessBackend
+from .compat import task
+from .conf import toolnexus_settings
+from .runtime import get_runtime
+from .signals import run_finished
+from .stores import DjangoTaskStore, TaskStore, get_task_store
+
+logger = logging.getLogger("toolnexus_django.tasks")
+
+INPROCESS_ALIAS = "toolnexus"
+
+
+@task()
+def fulfil(task_id: str) -> str:
+    """Run one submitted Task to completed / failed / input-required."""
+    return run_fulfilment(task_id)
+
+
+def run_fulfilment(task_id: str, store: TaskStore | None = None) -> str:
+    """Run the Task ``task_id``; returns the state it ended in. Never raises for
+    a run that fails: the failure is recorded on the Task."""
+    store = store or get_task_store()
+    task = store.get(task_id)
+    if task is None:
+        logger.warning("Task %s vanished before it could run", task_id)
+        return "missing"
+    state = shapes.state_of(task)
+    if state != "submitted":
+        logger.info("Task %s is %s, not submitted: nothing to run", task_id, state)
+        return state
+
+    working = shapes.with_status(task, "working")
+    store.save(working)
+    logger.info("Task %s: submitted -> working", task_id)
+
+    text = str((working.get(shapes.PRIVATE_KEY) or {}).get("input", {}).get("text") or "")
+    result: Any = None
+    try:
+        runtime = get_runtime()
+        result = runtime.run(text, timeout=toolnexus_settings.RUN_TIMEOUT)
+        final = settle(working, result, style=getattr(runtime.client, "style", "openai"))
+    except concurrent.futures.TimeoutError:
+        final = shapes.failed(
+            working, f"The run took longer than RUN_TIMEOUT ({toolnexus_settings.RUN_TIMEOUT}s)"
+        )
+    except Exception as exc:
+        logger.info("Task %s: run failed: %s", task_id, exc, exc_info=True)
+        final = shapes.failed(working, describe_failure(exc))
+    final = _save_final(store, working, final)
+    logger.info("Task %s: working -> %s", task_id, shapes.state_of(final))
+    _notify(final, result)
+    return shapes.state_of(final)
+
+
+def settle(task: dict[str, Any], result: Any, *, style: str) -> dict[str, Any]:
+    """The Task a finished run leaves behind."""
+    if result.status == "pending" and result.pending is not None:
+        return shapes.input_required(task, result.pending, transcript=result.messages, style=style)
+    if result.status == "incomplete":
+        return shapes.failed(
+            task,
+            f"The run stopped at its {result.limit or 'turn'} limit without a final answer",
+        )
+    done = shapes.completed(task, result.text or "")
+    shapes.private(done)["usage"] = dict(result.usage or {})
+    shapes.private(done)["turns"] = result.turns
+    return done
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A readable one-line reason for a failed run."""
+    import toolnexus
+
+    if isinstance(exc, toolnexus.RunTimeout):
+        return f"The model did not answer in time: {exc}"
+    if isinstance(exc, toolnexus.RunCancelled):
+        return "The run was cancelled"
+    name = type(exc).__name__
+    if name == "ProviderError":
+        return f"The model call failed: {exc}"
+    if isinstance(exc, OSError):
+        return f"The model could not be reached: {exc}"
+    return f"The run failed: {name}: {exc}"
+
+
+def _save_final(store: TaskStore, working: dict[str, Any], final: dict[str, Any]) -> dict[str, Any]:
+    """Save the outcome; if that write fails, try to record the failure so the
+    Task is not left ``working``."""
+    try:
+        store.save(final)
+        return final
+    except Exception as exc:
+        logger.exception("Task %s: saving its outcome failed", working["id"])
+        fallback = shapes.failed(working, f"The outcome could not be saved: {exc}")
+        store.save(fallback)
+        return fallback
+
+
+def _notify(task: dict[str, Any], result: Any) -> None:
+    responses = run_finished.send_robust(
+        sender=run_finished,
+        task_id=task["id"],
+        state=shapes.state_of(task),
+        task=render_task(task, Dialect.V03),
+        result=result,
+    )
+    for receiver, response in responses:
+        if isinstance(response, Exception):
+            logger.error("run_finished receiver %r raised %r", receiver, response)
+
+
+# -- enqueueing ----------------------------------------------------------------
+
+_backend_lock = threading.Lock()
+_inprocess: InProcessBackend | None = None
+
+
+def inprocess_backend() -> InProcessBackend:
+    """The app's embedded backend for this process."""
+    global _inprocess
+    backend = _inprocess
+    if backend is None:
+        with _backend_lock:
+            if _inprocess is None:
+                _inprocess = InProcessBackend(
+                    INPROCESS_ALIAS,
+                    {"OPTIONS": {"THREADS": toolnexus_settings.WORKER_THREADS}},
+                )
+            backend = _inprocess
+    return backend
+
+
+def close_inprocess_backend(timeout: float | None = 0) -> bool:
+    """Stop the embedded backend (waiting up to ``timeout`` for running jobs)."""
+    global _inprocess
+    with _backend_lock:
+        backend, _inprocess = _inprocess, None
+    return backend.close(timeout) if backend is not None else True
+
+
+toolnexus_settings.on_reload(lambda: close_inprocess_backend(timeout=0))
+
+
+def enqueue_fulfilment(task_id: str) -> None:
+    """Enqueue :data:`fulfil` for ``task_id`` now (see :func:`schedule_fulfilment`)."""
+    alias = toolnexus_settings.TASK_BACKEND
+    if alias is None:
+        inprocess_backend().enqueue(fulfil, [task_id], {})
+    else:
+        fulfil.using(backend=alias).enqueue(task_id)
+
+
+def schedule_fulfilment(task_id: str, store: TaskStore | None = None) -> None:
+    """Enqueue fulfilment once the transaction that saved the Task commits (at
+    once when there is none), so a worker never looks for a row not yet there."""
+    store = store or get_task_store()
+    using = store.using if isinstance(store, DjangoTaskStore) else None
+    transaction.on_commit(lambda: enqueue_fulfilment(task_id), using=using)

@@ -1,0 +1,102 @@
+"""Thin DRF views: parse -> :mod:`toolnexus_django.a2a.methods` -> respond."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpResponse
+from django.urls import reverse
+from django.utils.module_loading import import_string
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
+from rest_framework.views import APIView
+
+from .a2a.card import build_card
+from .a2a.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError, failure, parse_request, success
+from .a2a.methods import CallContext, dispatch
+from .conf import toolnexus_settings
+from .stores import get_task_store
+from .tasks import schedule_fulfilment
+
+logger = logging.getLogger("toolnexus_django.views")
+
+
+def json_response(payload: Any, status: int = 200) -> HttpResponse:
+    return HttpResponse(
+        json.dumps(payload, ensure_ascii=False, separators=(",", ":")),
+        status=status,
+        content_type="application/json",
+    )
+
+
+def _classes(value: Any, default: Any) -> list[Any]:
+    if value is None:
+        return list(default)
+    return [import_string(c) if isinstance(c, str) else c for c in value]
+
+
+class AgentCardView(APIView):
+    """``GET <prefix>/.well-known/agent-card.json`` — public, like any A2A card."""
+
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
+        namespace = request.resolver_match.namespace if request.resolver_match else ""
+        name = f"{namespace}:rpc" if namespace else "rpc"
+        endpoint = request.build_absolute_uri(reverse(name))
+        return json_response(build_card(endpoint))
+
+
+class JsonRpcView(APIView):
+    """``POST <prefix>/`` — the JSON-RPC 2.0 endpoint.
+
+    The body is parsed here, not by DRF's parsers: malformed JSON must be a
+    JSON-RPC -32700, not DRF's HTTP 400.
+    """
+
+    def get_authenticators(self) -> list[Any]:
+        return [
+            c()
+            for c in _classes(
+                toolnexus_settings.AUTHENTICATION_CLASSES,
+                api_settings.DEFAULT_AUTHENTICATION_CLASSES,
+            )
+        ]
+
+    def get_permissions(self) -> list[Any]:
+        return [
+            c()
+            for c in _classes(
+                toolnexus_settings.PERMISSION_CLASSES, api_settings.DEFAULT_PERMISSION_CLASSES
+            )
+        ]
+
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            body = request.body
+        except RequestDataTooBig:
+            return json_response(failure(None, RpcError(INVALID_REQUEST, "Request too large")))
+        rid = None
+        try:
+            rpc = parse_request(body)
+            rid = rpc.id
+            store = get_task_store()
+            user = request.user
+            owner = str(user.pk) if user is not None and user.is_authenticated else None
+            ctx = CallContext(
+                store=store,
+                owner=owner,
+                a2a_version=request.headers.get("A2A-Version"),
+                schedule=lambda task_id: schedule_fulfilment(task_id, store),
+            )
+            return json_response(success(rid, dispatch(rpc, ctx)))
+        except RpcError as err:
+            return json_response(failure(err.id if err.id is not None else rid, err))
+        except Exception:
+            logger.exception("JSON-RPC request failed")
+            return json_response(failure(rid, RpcError(INTERNAL_ERROR, "Internal error")))

@@ -1,0 +1,178 @@
+"""Shared fixtures: a configured agent against the fake LLM, real HTTP helpers."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.fakes import FakeLLM
+
+pytest_plugins = ["tests.fakes.pytest_plugin"]
+
+
+@pytest.fixture(autouse=True)
+def _stop_background_work(settings: Any) -> Iterator[None]:
+    """After each test, let this process's background runs finish (bounded) and
+    stop the runtime, so no run from one test touches the next one's database.
+    Requests ``settings`` so this teardown runs before settings are restored."""
+    yield
+    from toolnexus_django.runtime import shutdown_runtime
+    from toolnexus_django.tasks import close_inprocess_backend
+
+    close_inprocess_backend(timeout=15)
+    shutdown_runtime(timeout=5)
+
+
+def agent_settings(
+    fake: FakeLLM | None = None,
+    *,
+    store: Any = "django",
+    client: Any = None,
+    **overrides: Any,
+) -> dict[str, Any]:
+    """A TOOLNEXUS dict for tests: the demo toolkit, and the fake as the model
+    (no retries, a short timeout) unless ``client`` is given."""
+    from django.conf import settings as django_settings
+
+    base = dict(django_settings.TOOLNEXUS)
+    if client is None and fake is not None:
+        client = {
+            "base_url": fake.url,
+            "style": fake.style,
+            "model": "test-model",
+            "api_key": "test-key",
+            "retries": 0,
+            "timeout_ms": 5000,
+        }
+    if client is not None:
+        base["CLIENT"] = client
+    base["STORE"] = store
+    base.update(overrides)
+    return base
+
+
+@pytest.fixture
+def configure(settings: Any) -> Callable[..., dict[str, Any]]:
+    """``configure(fake, store=..., **TOOLNEXUS overrides)`` installs settings."""
+
+    def apply(fake: FakeLLM | None = None, **kwargs: Any) -> dict[str, Any]:
+        settings.TOOLNEXUS = agent_settings(fake, **kwargs)
+        return settings.TOOLNEXUS
+
+    return apply
+
+
+# -- real HTTP -------------------------------------------------------------------
+
+
+@dataclass
+class HttpReply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    json: Any = field(default=None)
+
+
+def http(
+    url: str,
+    *,
+    data: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    method: str | None = None,
+    timeout: float = 10,
+) -> HttpReply:
+    """One real HTTP request; never raises for an HTTP error status."""
+    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            status, hdrs, body = resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as err:
+        status, hdrs, body = err.code, dict(err.headers), err.read()
+    reply = HttpReply(status, {k.lower(): v for k, v in hdrs.items()}, body)
+    try:
+        reply.json = json.loads(body)
+    except ValueError:
+        reply.json = None
+    return reply
+
+
+class RpcClient:
+    """Posts JSON-RPC to an endpoint over real HTTP."""
+
+    def __init__(self, endpoint: str, headers: dict[str, str] | None = None) -> None:
+        self.endpoint = endpoint
+        self.headers = {"Content-Type": "application/json", **(headers or {})}
+        self._ids = iter(range(1, 1_000_000))
+
+    def raw(self, body: bytes | str, headers: dict[str, str] | None = None) -> HttpReply:
+        data = body.encode() if isinstance(body, str) else body
+        return http(self.endpoint, data=data, headers={**self.headers, **(headers or {})})
+
+    def call(self, method: str, params: Any = None, **kw: Any) -> dict[str, Any]:
+        payload: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self._ids), "method": method}
+        if params is not None:
+            payload["params"] = params
+        reply = self.raw(json.dumps(payload), **kw)
+        assert reply.status == 200, (reply.status, reply.body[:500])
+        assert reply.headers.get("content-type", "").startswith("application/json")
+        return reply.json
+
+    def send(self, text: str, method: str = "SendMessage", **message: Any) -> dict[str, Any]:
+        msg = {"role": "user", "parts": [{"kind": "text", "text": text}], **message}
+        reply = self.call(method, {"message": msg})
+        assert "result" in reply, reply
+        return reply["result"]
+
+    def get(self, task_id: str, method: str = "GetTask") -> dict[str, Any]:
+        return self.call(method, {"id": task_id})
+
+    def wait(
+        self,
+        task_id: str,
+        states: tuple[str, ...] = ("completed", "failed", "input-required", "canceled"),
+        timeout: float = 20,
+    ) -> dict[str, Any]:
+        """Poll GetTask until the Task is in one of ``states`` (deadline-bound)."""
+        return wait_until(
+            lambda: _in_states(self.get(task_id).get("result"), states),
+            timeout=timeout,
+            what=f"task {task_id} to reach {states}",
+        )
+
+
+def _in_states(task: dict[str, Any] | None, states: tuple[str, ...]) -> dict[str, Any] | None:
+    if task and task["status"]["state"] in states:
+        return task
+    return None
+
+
+def wait_until(
+    probe: Callable[[], Any], *, timeout: float = 20, interval: float = 0.02, what: str = "condition"
+) -> Any:
+    """Call ``probe`` until it returns something truthy, or fail at the deadline."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        last = probe()
+        if last:
+            return last
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+@pytest.fixture
+def agent_url(live_server: Any) -> str:
+    """The agent's JSON-RPC endpoint on the live server (real HTTP)."""
+    return f"{live_server.url}/agent/"
+
+
+@pytest.fixture
+def rpc(agent_url: str) -> RpcClient:
+    return RpcClient(agent_url)

@@ -21,7 +21,6 @@ import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from pathlib import Path
 from typing import Any, TypeVar
 
 import toolnexus
@@ -105,6 +104,14 @@ def build_client(setting: Any = None) -> toolnexus.Client:
     if options.get("style", "openai") not in CLIENT_STYLES:
         raise ImproperlyConfigured(f'TOOLNEXUS["CLIENT"]["style"] must be one of {CLIENT_STYLES}')
     return toolnexus.create_client(**options)
+
+
+class RunDeadlineExceeded(Exception):
+    """A run outlived the ``timeout`` its caller allowed (``RUN_TIMEOUT``)."""
+
+    def __init__(self, timeout: float | None) -> None:
+        super().__init__(f"The run took longer than RUN_TIMEOUT ({timeout}s)")
+        self.timeout = timeout
 
 
 class AgentRuntime:
@@ -200,9 +207,11 @@ class AgentRuntime:
         future = self.submit(coro)
         try:
             return future.result(timeout)
-        except concurrent.futures.TimeoutError:
+        except TimeoutError:
+            if future.done():  # the run itself raised one (toolnexus.RunTimeout is a TimeoutError)
+                raise
             future.cancel()
-            raise
+            raise RunDeadlineExceeded(timeout) from None
 
     def run(
         self,
@@ -243,11 +252,6 @@ def shutdown_runtime(timeout: float = 5.0) -> None:
         runtime, _runtime = _runtime, None
     if runtime is not None:
         runtime.stop(timeout)
-
-
-def default_skills_root() -> Path | None:
-    dirs = skills_dirs()
-    return Path(dirs[0]) if dirs else None
 
 
 toolnexus_settings.on_reload(lambda: shutdown_runtime(timeout=2))

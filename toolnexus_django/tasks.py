@@ -10,7 +10,6 @@ the model run itself is handed to the process's :class:`AgentRuntime`.
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import threading
 from typing import Any
@@ -22,7 +21,7 @@ from .a2a.dialects import Dialect, render_task
 from .backends import InProcessBackend
 from .compat import task
 from .conf import toolnexus_settings
-from .runtime import get_runtime
+from .runtime import RunDeadlineExceeded, get_runtime
 from .signals import run_finished
 from .stores import DjangoTaskStore, TaskStore, get_task_store
 
@@ -60,10 +59,6 @@ def run_fulfilment(task_id: str, store: TaskStore | None = None) -> str:
         runtime = get_runtime()
         result = runtime.run(text, timeout=toolnexus_settings.RUN_TIMEOUT)
         final = settle(working, result, style=getattr(runtime.client, "style", "openai"))
-    except concurrent.futures.TimeoutError:
-        final = shapes.failed(
-            working, f"The run took longer than RUN_TIMEOUT ({toolnexus_settings.RUN_TIMEOUT}s)"
-        )
     except Exception as exc:
         logger.info("Task %s: run failed: %s", task_id, exc, exc_info=True)
         final = shapes.failed(working, describe_failure(exc))
@@ -92,6 +87,8 @@ def describe_failure(exc: BaseException) -> str:
     """A readable one-line reason for a failed run."""
     import toolnexus
 
+    if isinstance(exc, RunDeadlineExceeded):
+        return str(exc)
     if isinstance(exc, toolnexus.RunTimeout):
         return f"The model did not answer in time: {exc}"
     if isinstance(exc, toolnexus.RunCancelled):

@@ -1,0 +1,58 @@
+"""toolnexus's own outbound A2A client against this endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import toolnexus
+
+from tests.fakes import FakeLLM, Text
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_toolnexus_agent_tool_gets_the_completed_text(
+    live_server: Any, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm, store="django")
+    fake_llm.on("summarise the memo", Text("The memo says: ship on Friday."))
+    card_url = f"{live_server.url}/agent/.well-known/agent-card.json"
+
+    async def call() -> toolnexus.ToolResult:
+        # agent() timeouts are milliseconds.
+        toolkit = await toolnexus.create_toolkit(
+            builtins=False, agents=[toolnexus.agent(card_url, timeout=20_000, poll_every=50)]
+        )
+        try:
+            names = sorted(t.name for t in toolkit.tools())
+            assert names == ["filing-desk_expense-filing", "filing-desk_summarize"]
+            return await toolkit.execute("filing-desk_summarize", {"task": "summarise the memo"})
+        finally:
+            await toolkit.close()
+
+    result = asyncio.run(call())
+    assert result.is_error is False, result.output
+    assert result.output == "The memo says: ship on Friday."
+    assert result.metadata["state"] == "completed"
+    assert result.metadata["taskId"]
+
+
+def test_toolnexus_agent_tool_reports_a_failed_task(
+    live_server: Any, configure: Any, fake_llm: FakeLLM
+) -> None:
+    from tests.fakes import Fail
+
+    configure(fake_llm, store="memory")
+    fake_llm.on("doomed", Fail(500, "kaput"))
+    card_url = f"{live_server.url}/agent/.well-known/agent-card.json"
+
+    async def call() -> toolnexus.ToolResult:
+        tools = await toolnexus.agent_tools(toolnexus.agent(card_url, timeout=20_000, poll_every=50))
+        tool = next(t for t in tools if t.name.endswith("_summarize"))
+        return await tool.execute({"task": "doomed"})
+
+    result = asyncio.run(call())
+    assert result.is_error is True
+    assert "failed" in result.output and "LLM 500: kaput" in result.output

@@ -38,7 +38,8 @@ def _file_expense(
             data={"tool": "file_expense", "amount": amount, "schema": APPROVAL_SCHEMA},
         )
     if not answer.ok:
-        return f"The expense claim was not approved ({answer.reason or 'declined'}); nothing was filed."
+        reason = answer.reason or "declined"
+        return f"The expense claim was not approved ({reason}); nothing was filed."
     data = answer.data or {}
     filed = data.get("approved_amount", amount)
     where = data.get("cost_center", "other")
@@ -85,5 +86,5 @@ def demo_generate(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def offline_client() -> toolnexus.Client:
-    """Deterministic offline demo model (in-process, no network; set LLM_BASE_URL for a real one)."""
+    """Deterministic offline demo model (in-process; set LLM_BASE_URL for a real one)."""
     return toolnexus.create_in_process_client(model="offline-demo", generate=demo_generate)

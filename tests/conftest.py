@@ -153,7 +153,11 @@ def _in_states(task: dict[str, Any] | None, states: tuple[str, ...]) -> dict[str
 
 
 def wait_until(
-    probe: Callable[[], Any], *, timeout: float = 20, interval: float = 0.02, what: str = "condition"
+    probe: Callable[[], Any],
+    *,
+    timeout: float = 20,
+    interval: float = 0.02,
+    what: str = "condition",
 ) -> Any:
     """Call ``probe`` until it returns something truthy, or fail at the deadline."""
     deadline = time.monotonic() + timeout

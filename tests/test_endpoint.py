@@ -45,7 +45,11 @@ def error_of(reply: Any) -> dict[str, Any]:
         (b'{"jsonrpc": "2.0", "id": 13, "method": "GetTask", "params": {"id": 5}}', -32602, 13),
         (b'{"jsonrpc": "2.0", "id": 14, "method": "GetTask", "params": "x"}', -32602, 14),
         (b'{"jsonrpc": "2.0", "id": 15, "method": "SendMessage"}', -32602, 15),
-        (b'{"jsonrpc": "2.0", "id": 16, "method": "SendMessage", "params": {"message": 1}}', -32602, 16),
+        (
+            b'{"jsonrpc": "2.0", "id": 16, "method": "SendMessage", "params": {"message": 1}}',
+            -32602,
+            16,
+        ),
         (
             b'{"jsonrpc":"2.0","id":17,"method":"message/send",'
             b'"params":{"message":{"role":"user","parts":[]}}}',
@@ -58,8 +62,16 @@ def error_of(reply: Any) -> dict[str, Any]:
             -32602,
             18,
         ),
-        (b'{"jsonrpc":"2.0","id":19,"method":"GetTask","params":{"id":"no-such-task"}}', -32001, 19),
-        (b'{"jsonrpc":"2.0","id":"s","method":"tasks/get","params":{"id":"../../etc/passwd"}}', -32001, "s"),
+        (
+            b'{"jsonrpc":"2.0","id":19,"method":"GetTask","params":{"id":"no-such-task"}}',
+            -32001,
+            19,
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":"s","method":"tasks/get","params":{"id":"../../etc/passwd"}}',
+            -32001,
+            "s",
+        ),
         (b'{"jsonrpc":"2.0","id":20,"method":"GetTask","params":{"id":"a\\u0000b"}}', -32001, 20),
     ],
 )
@@ -197,4 +209,12 @@ def test_nothing_private_reaches_the_wire(
         raw = json.dumps(shown)
         for marker in PRIVATE_MARKERS:
             assert marker not in raw, (marker, raw)
-        assert set(shown) <= {"id", "contextId", "kind", "status", "artifacts", "history", "metadata"}
+        assert set(shown) <= {
+            "id",
+            "contextId",
+            "kind",
+            "status",
+            "artifacts",
+            "history",
+            "metadata",
+        }

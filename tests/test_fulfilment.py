@@ -22,7 +22,9 @@ def settle_background_work() -> None:
     assert close_inprocess_backend(timeout=15), "background runs did not finish"
 
 
-@pytest.mark.parametrize(("send", "get"), [("SendMessage", "GetTask"), ("message/send", "tasks/get")])
+@pytest.mark.parametrize(
+    ("send", "get"), [("SendMessage", "GetTask"), ("message/send", "tasks/get")]
+)
 def test_django_store_task_completes_and_reads_back_over_http(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM, send: str, get: str
 ) -> None:
@@ -98,7 +100,11 @@ def test_suspending_tool_ends_input_required_and_the_request_survives(
 @pytest.mark.parametrize(
     ("failure", "client_overrides", "expected"),
     [
-        (Fail(500, "the model is on fire"), {}, "The model call failed: LLM 500: the model is on fire"),
+        (
+            Fail(500, "the model is on fire"),
+            {},
+            "The model call failed: LLM 500: the model is on fire",
+        ),
         (Hang(max_seconds=20), {"timeout_ms": 700}, "The model did not answer in time"),
         (Hang(max_seconds=20), {"RUN_TIMEOUT": 0.7}, "The run took longer than RUN_TIMEOUT (0.7s)"),
     ],
@@ -114,7 +120,9 @@ def test_model_failure_fails_the_task_and_the_next_one_completes(
 ) -> None:
     run_timeout = client_overrides.pop("RUN_TIMEOUT", None)
     client = configure(fake_llm)["CLIENT"]
-    configure(fake_llm, store="django", client={**client, **client_overrides}, RUN_TIMEOUT=run_timeout)
+    configure(
+        fake_llm, store="django", client={**client, **client_overrides}, RUN_TIMEOUT=run_timeout
+    )
     fake_llm.on("first task", failure)
     fake_llm.on("second task", Text("second one fine"))
 
@@ -138,7 +146,7 @@ def test_a_broken_client_configuration_fails_the_task_readably(
     task = rpc.send("anything")
     failed = rpc.wait(task["id"])
     assert failed["status"]["state"] == "failed"
-    assert "needs \"base_url\" and \"model\"" in failed["status"]["message"]["parts"][0]["text"]
+    assert 'needs "base_url" and "model"' in failed["status"]["message"]["parts"][0]["text"]
 
 
 def test_run_finished_signal_carries_task_and_telemetry(

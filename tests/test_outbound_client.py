@@ -49,7 +49,9 @@ def test_toolnexus_agent_tool_reports_a_failed_task(
     card_url = f"{live_server.url}/agent/.well-known/agent-card.json"
 
     async def call() -> toolnexus.ToolResult:
-        tools = await toolnexus.agent_tools(toolnexus.agent(card_url, timeout=20_000, poll_every=50))
+        tools = await toolnexus.agent_tools(
+            toolnexus.agent(card_url, timeout=20_000, poll_every=50)
+        )
         tool = next(t for t in tools if t.name.endswith("_summarize"))
         return await tool.execute({"task": "doomed"})
 

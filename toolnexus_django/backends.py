@@ -68,7 +68,7 @@ class InProcessBackend(BaseTaskBackend):
 
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
         self.validate_task(task)
-        result = TaskResult(
+        result: TaskResult = TaskResult(
             task=task,
             id=uuid.uuid4().hex,
             status=TaskResultStatus.READY,

@@ -63,7 +63,9 @@ def _load(path_or_obj: Any, what: str) -> Any:
         try:
             return import_string(path_or_obj)
         except ImportError as e:
-            raise ImproperlyConfigured(f"TOOLNEXUS[{what!r}]: cannot import {path_or_obj!r}: {e}")
+            raise ImproperlyConfigured(
+                f"TOOLNEXUS[{what!r}]: cannot import {path_or_obj!r}: {e}"
+            ) from e
     return path_or_obj
 
 

@@ -156,7 +156,11 @@ def close_inprocess_backend(timeout: float | None = 0) -> bool:
     return backend.close(timeout) if backend is not None else True
 
 
-toolnexus_settings.on_reload(lambda: close_inprocess_backend(timeout=0))
+def _close_on_reload() -> None:
+    close_inprocess_backend(timeout=0)
+
+
+toolnexus_settings.on_reload(_close_on_reload)
 
 
 def enqueue_fulfilment(task_id: str) -> None:

@@ -37,7 +37,7 @@ class DaemonThreadPool(concurrent.futures.ThreadPoolExecutor):
         self.name = name
         self.pid = os.getpid()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
+        self._workers: list[threading.Thread] = []
         self._idle = threading.Semaphore(0)
         self._lock = threading.Lock()
         self._shutdown = False
@@ -50,12 +50,12 @@ class DaemonThreadPool(concurrent.futures.ThreadPoolExecutor):
                 raise RuntimeError(f"{self.name} pool is shut down")
             future: concurrent.futures.Future[Any] = concurrent.futures.Future()
             self._queue.put((future, fn, args, kwargs))
-            if not self._idle.acquire(blocking=False) and len(self._threads) < self.max_workers:
+            if not self._idle.acquire(blocking=False) and len(self._workers) < self.max_workers:
                 thread = threading.Thread(
                     target=self._work, name=f"{self.name}-{next(_names)}", daemon=True
                 )
                 thread.start()
-                self._threads.append(thread)
+                self._workers.append(thread)
         return future
 
     def _work(self) -> None:
@@ -81,7 +81,7 @@ class DaemonThreadPool(concurrent.futures.ThreadPoolExecutor):
         ``timeout`` seconds); returns whether they all finished."""
         with self._lock:
             self._shutdown = True
-            threads = list(self._threads)
+            threads = list(self._workers)
         if cancel_futures:
             pending: list[Any] = []
             while True:

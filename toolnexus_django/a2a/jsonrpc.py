@@ -23,9 +23,7 @@ RequestId = str | int | float | None
 class RpcError(Exception):
     """An error the endpoint answers with a JSON-RPC error object."""
 
-    def __init__(
-        self, code: int, message: str, *, data: Any = None, id: RequestId = None
-    ) -> None:
+    def __init__(self, code: int, message: str, *, data: Any = None, id: RequestId = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message

@@ -75,7 +75,9 @@ def get_task(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
         raise RpcError(INVALID_PARAMS, "Invalid params: params.id must be a non-empty string")
     history_length = params.get("historyLength")
     if history_length is not None and (
-        not isinstance(history_length, int) or isinstance(history_length, bool) or history_length < 0
+        not isinstance(history_length, int)
+        or isinstance(history_length, bool)
+        or history_length < 0
     ):
         raise RpcError(INVALID_PARAMS, "Invalid params: historyLength must be a whole number >= 0")
     task = ctx.store.get(task_id)

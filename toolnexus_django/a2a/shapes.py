@@ -101,9 +101,7 @@ def with_status(task: Task, state: str, text: str | None = None) -> Task:
 
 def completed(task: Task, text: str) -> Task:
     done = with_status(task, "completed")
-    done["artifacts"] = [
-        {"artifactId": new_id(), "name": "result", "parts": [text_part(text)]}
-    ]
+    done["artifacts"] = [{"artifactId": new_id(), "name": "result", "parts": [text_part(text)]}]
     done.setdefault("history", []).append(agent_message(text, task=done))
     private(done).pop("pending", None)
     return done
@@ -120,7 +118,10 @@ def input_required(
 ) -> Task:
     """Suspended on a toolnexus pending ``Request``: the prompt goes on the wire,
     the Request and the transcript needed to resume stay server-side."""
-    req = dataclasses.asdict(request) if dataclasses.is_dataclass(request) else dict(request)
+    if dataclasses.is_dataclass(request) and not isinstance(request, type):
+        req = dataclasses.asdict(request)
+    else:
+        req = dict(request)
     out = with_status(task, "input-required", str(req.get("prompt") or "Input required"))
     section = private(out)
     section["pending"] = req

@@ -17,7 +17,7 @@ import toolnexus
 from .base import TaskStore
 
 
-class ToolnexusStoreAdapter(toolnexus.TaskStore):  # type: ignore[misc]
+class ToolnexusStoreAdapter(toolnexus.TaskStore):
     def __init__(self, store: TaskStore) -> None:
         self.store = store
 

@@ -75,6 +75,13 @@ class TaskRecord(models.Model):
         indexes = [
             # "Which Tasks are in state X", newest activity first (admin, recovery).
             models.Index(fields=["state", "-updated_at"], name="tnx_task_state_updated"),
+            # The review queue spans two states; a partial index keeps "newest
+            # waiting first" an index scan however many Tasks have finished.
+            models.Index(
+                fields=["-updated_at"],
+                name="tnx_task_awaiting_human",
+                condition=models.Q(state__in=sorted(AWAITING_HUMAN_STATES)),
+            ),
             # A caller's own Tasks, newest first (ListTasks, ownership checks).
             models.Index(fields=["owner", "-updated_at"], name="tnx_task_owner_updated"),
             # All Tasks of one conversation.

@@ -218,3 +218,14 @@ def test_nothing_private_reaches_the_wire(
             "history",
             "metadata",
         }
+
+
+def test_a_message_with_a_nul_character_is_served(
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm, store="django")
+    fake_llm.default = Text("seen")
+    task = rpc.send("before\x00after")
+    done = rpc.wait(task["id"])
+    assert done["status"]["state"] == "completed"
+    assert done["history"][0]["parts"][0]["text"] == "before\ufffdafter"

@@ -96,16 +96,26 @@ def _check_store(store: Any) -> list[CheckMessage]:
 
     if isinstance(store, str) and store.startswith("file:"):
         directory = store[len("file:") :]
-        parent = os.path.dirname(os.path.abspath(directory)) if directory else ""
-        if directory and (os.path.isdir(directory) or os.path.isdir(parent)):
+        problem = _directory_problem(directory) if directory else "no directory given"
+        if problem is None:
             return []
         return [
             Error(
-                f"{SETTING_NAME}['STORE'] = {store!r}: the directory cannot be created",
-                hint='Use "file:<dir>" with a directory (or a parent that exists).',
+                f"{SETTING_NAME}['STORE'] = {store!r}: the directory cannot be created ({problem})",
+                hint='Use "file:<dir>" with a directory this process can create or write to.',
                 id=_id("E002"),
             )
         ]
+    if isinstance(store, str) and store.startswith("django:"):
+        alias = store[len("django:") :]
+        if alias and alias not in settings.DATABASES:
+            return [
+                Error(
+                    f"{SETTING_NAME}['STORE'] = {store!r}: {alias!r} is not in settings.DATABASES",
+                    hint=f"Known aliases: {', '.join(settings.DATABASES)}.",
+                    id=_id("E002"),
+                )
+            ]
     if store is None or isinstance(store, TaskStore) or store in ("memory", "django"):
         return []
     try:
@@ -115,6 +125,26 @@ def _check_store(store: Any) -> list[CheckMessage]:
     except Exception as e:  # a custom store whose constructor fails
         return [Error(f"{SETTING_NAME}['STORE'] = {store!r} failed to build: {e}", id=_id("E002"))]
     return []
+
+
+def _directory_problem(directory: str) -> str | None:
+    """Why FileTaskStore(directory) could not create / write its directory, or
+    None. Creates nothing: walks up to the nearest existing ancestor."""
+    path = os.path.abspath(directory)
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            return "it exists and is not a directory"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return "it is not writable"
+        return None
+    ancestor = os.path.dirname(path)
+    while not os.path.exists(ancestor) and os.path.dirname(ancestor) != ancestor:
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        return f"{ancestor} is not a directory"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return f"{ancestor} is not writable"
+    return None
 
 
 def _check_sections(cfg: dict[str, Any]) -> list[CheckMessage]:
@@ -136,7 +166,16 @@ def _check_sections(cfg: dict[str, Any]) -> list[CheckMessage]:
         )
     else:
         errors += _check_skills_dir(toolkit.get("skills_dir"))
-        for i, path in enumerate(toolkit.get("tools") or ()):
+        tools = toolkit.get("tools")
+        if tools is not None and not isinstance(tools, (list, tuple)):
+            errors.append(
+                Error(
+                    f"{SETTING_NAME}['TOOLKIT']['tools'] must be a list of dotted paths",
+                    id=_id("E006"),
+                )
+            )
+            tools = None
+        for i, path in enumerate(tools or ()):
             errors += _importable(path, f"['TOOLKIT']['tools'][{i}]")
 
     client = cfg["CLIENT"]
@@ -170,14 +209,25 @@ def _check_sections(cfg: dict[str, Any]) -> list[CheckMessage]:
 def _check_skills_dir(value: Any) -> list[CheckMessage]:
     if value is None:
         return []
-    dirs = [value] if isinstance(value, (str, os.PathLike)) else list(value)
+    if isinstance(value, (str, os.PathLike)):
+        dirs = [value]
+    elif isinstance(value, (list, tuple)) and all(isinstance(d, (str, os.PathLike)) for d in value):
+        dirs = list(value)
+    else:
+        return [
+            Error(
+                f"{SETTING_NAME}['TOOLKIT']['skills_dir'] must be a path or a list of paths",
+                id=_id("E006"),
+            )
+        ]
     errors: list[CheckMessage] = []
     for d in dirs:
         path = os.fspath(d)
         if not os.path.isdir(path) or not os.access(path, os.R_OK | os.X_OK):
             errors.append(
                 Error(
-                    f"{SETTING_NAME}['TOOLKIT']['skills_dir']: {path!r} is not a readable directory",
+                    f"{SETTING_NAME}['TOOLKIT']['skills_dir']: {path!r}"
+                    " is not a readable directory",
                     id=_id("E004"),
                 )
             )
@@ -196,7 +246,10 @@ def _check_numbers(cfg: dict[str, Any]) -> list[CheckMessage]:
         not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0
     ):
         errors.append(
-            Error(f"{SETTING_NAME}['RUN_TIMEOUT'] must be a positive number of seconds", id=_id("E009"))
+            Error(
+                f"{SETTING_NAME}['RUN_TIMEOUT'] must be a positive number of seconds",
+                id=_id("E009"),
+            )
         )
     return errors
 

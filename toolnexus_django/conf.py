@@ -11,6 +11,7 @@ ids), so a bad value is reported at start-up rather than at request time.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -122,12 +123,14 @@ def merge(user: dict[str, Any]) -> dict[str, Any]:
     """Overlay the user's dict on the defaults (one level deep for dict sections)."""
     merged: dict[str, Any] = {}
     for key, default in DEFAULTS.items():
+        # Deep copies: a caller mutating what it read (say TOOLKIT["tools"])
+        # must not change the defaults for the rest of the process.
         if key not in user:
-            merged[key] = dict(default) if isinstance(default, dict) else default
+            merged[key] = copy.deepcopy(default)
             continue
         value = user[key]
         if key in _NESTED and isinstance(value, dict):
-            merged[key] = {**default, **value}
+            merged[key] = {**copy.deepcopy(default), **value}
         else:
             merged[key] = value
     return merged

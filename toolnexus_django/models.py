@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from django.conf import settings
@@ -26,6 +28,22 @@ class TaskState(models.TextChoices):
 TERMINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
 #: States in which a run waits on a person.
 AWAITING_HUMAN_STATES = frozenset({"input-required", "auth-required"})
+
+
+# An escaped NUL (\u0000) not itself preceded by an escaping backslash.
+_ESCAPED_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+class NulSafeJSONEncoder(json.JSONEncoder):
+    """PostgreSQL's jsonb refuses the NUL character anywhere in a document, and
+    a peer's text or a tool's output can carry one. It is stored as U+FFFD on
+    every database alike, so a Task never fails to save because of it."""
+
+    def encode(self, o: Any) -> str:
+        text = super().encode(o)
+        if "\\u0000" not in text:
+            return text
+        return _ESCAPED_NUL.sub(r"\1\\ufffd", text)
 
 
 class TaskRecordQuerySet(models.QuerySet["TaskRecord"]):
@@ -61,8 +79,10 @@ class TaskRecord(models.Model):
         on_delete=models.CASCADE,
         related_name="toolnexus_tasks",
     )
-    task = models.JSONField(_("task"), default=dict)
-    private = models.JSONField(_("server-side data"), default=dict, blank=True)
+    task = models.JSONField(_("task"), default=dict, encoder=NulSafeJSONEncoder)
+    private = models.JSONField(
+        _("server-side data"), default=dict, blank=True, encoder=NulSafeJSONEncoder
+    )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 

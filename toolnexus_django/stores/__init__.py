@@ -61,22 +61,30 @@ def resolve_store(store: Any = None) -> TaskStore:
         if store.startswith("file:"):
             directory = store[len("file:") :]
             if not directory:
-                raise InvalidStoreError('STORE "file:" needs a directory: "file:<dir>"')
+                raise InvalidStoreError(
+                    f'STORE "file:" needs a directory: expected {ACCEPTED_FORMS}'
+                )
             return FileTaskStore(directory)
         if store == "django":
             return DjangoTaskStore()
         if store.startswith("django:"):
             alias = store[len("django:") :]
             if not alias:
-                raise InvalidStoreError('STORE "django:" needs a database alias')
+                raise InvalidStoreError(
+                    f'STORE "django:" needs a database alias: expected {ACCEPTED_FORMS}'
+                )
             return DjangoTaskStore(using=alias)
         if "." in store and ":" not in store and "/" not in store:
             try:
                 target = import_string(store)
             except ImportError as e:
-                raise InvalidStoreError(f"STORE {store!r} could not be imported: {e}") from e
+                raise InvalidStoreError(
+                    f"STORE {store!r} could not be imported ({e}): expected {ACCEPTED_FORMS}"
+                ) from e
             if isinstance(target, str):
-                raise InvalidStoreError(f"STORE {store!r} names a string, not a store")
+                raise InvalidStoreError(
+                    f"STORE {store!r} names a string, not a store: expected {ACCEPTED_FORMS}"
+                )
             return resolve_store(target)
     raise InvalidStoreError(f"Unknown task store {store!r}: expected {ACCEPTED_FORMS}")
 

@@ -19,6 +19,11 @@ from toolnexus import sanitize
 
 from .base import MAX_ID_LENGTH, Task, TaskStore, task_id_of
 
+#: File names are limited to 255 bytes on common file systems (ext4, XFS,
+#: APFS, NTFS): with the ".json" suffix, longer ids cannot have a file of
+#: their own, so they are refused on save and unknown on get.
+MAX_FILE_ID_LENGTH = min(MAX_ID_LENGTH, 255 - len(".json"))
+
 
 class FileTaskStore(TaskStore):
     def __init__(self, dir: str | os.PathLike[str]) -> None:
@@ -31,7 +36,7 @@ class FileTaskStore(TaskStore):
         return self.dir / f"{sanitize(id)}.json"
 
     def get(self, id: str) -> Task | None:
-        if not isinstance(id, str) or not id or len(id) > MAX_ID_LENGTH:
+        if not isinstance(id, str) or not id or len(id) > MAX_FILE_ID_LENGTH:
             return None
         try:
             with open(self.path_for(id), encoding="utf-8") as f:
@@ -46,11 +51,12 @@ class FileTaskStore(TaskStore):
 
     def save(self, task: Task) -> None:
         tid = task_id_of(task)
-        if len(tid) > MAX_ID_LENGTH:
-            raise ValueError(f"Task id longer than {MAX_ID_LENGTH} characters")
+        if len(tid) > MAX_FILE_ID_LENGTH:
+            raise ValueError(f"Task id longer than {MAX_FILE_ID_LENGTH} characters")
         data = json.dumps(task, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         target = self.path_for(tid)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".tmp", dir=self.dir)
+        # The temp name must fit the 255-byte limit too: keep only a readable prefix.
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.stem[:64]}.", suffix=".tmp", dir=self.dir)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)

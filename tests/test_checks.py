@@ -1,0 +1,404 @@
+"""System checks (toolnexus_django/checks.py): every id fires for its
+misconfiguration and for nothing else, through Django's real check registry."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core import checks
+from django.core.checks import CheckMessage
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+
+from toolnexus_django.checks import check_settings
+from toolnexus_django.stores import InMemoryTaskStore, TaskStore
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SKILLS_DIR = REPO_ROOT / "testproject" / "skills"
+PREFIX = "toolnexus_django."
+
+#: A complete, valid TOOLNEXUS that does not depend on the environment.
+GOOD: dict[str, Any] = {
+    "STORE": "memory",
+    "AGENT": {"name": "filing-desk", "description": "files claims", "skills": ["summarize"]},
+    "TOOLKIT": {
+        "skills_dir": SKILLS_DIR,
+        "builtins": False,
+        "tools": ["testproject.demo.file_expense"],
+    },
+    "CLIENT": {
+        "base_url": "http://127.0.0.1:9/v1",
+        "style": "openai",
+        "model": "m",
+        "api_key": "k",
+    },
+    "AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "TASK_BACKEND": None,
+    "WORKER_THREADS": 4,
+    "RUN_TIMEOUT": 30,
+}
+
+
+class ImportableStore(InMemoryTaskStore):
+    """For ``STORE = "tests.test_checks.ImportableStore"``."""
+
+
+def ours(messages: list[CheckMessage]) -> list[CheckMessage]:
+    return [m for m in messages if (m.id or "").startswith(PREFIX)]
+
+
+def our_messages() -> list[CheckMessage]:
+    """Our messages as ``manage.py check`` would see them (the real registry)."""
+    return ours(checks.run_checks())
+
+
+def ids_of(messages: list[CheckMessage]) -> set[str]:
+    return {str(m.id).removeprefix(PREFIX) for m in messages}
+
+
+@pytest.fixture
+def ids_for(settings: Any) -> Any:
+    """``ids_for(**overrides)``: the ids raised for GOOD with ``overrides``."""
+
+    def run(**overrides: Any) -> set[str]:
+        settings.TOOLNEXUS = {**GOOD, **overrides}
+        return ids_of(our_messages())
+
+    return run
+
+
+def test_a_complete_valid_setting_raises_nothing(ids_for: Any) -> None:
+    assert ids_for() == set()
+
+
+def test_the_testproject_settings_pass_the_checks() -> None:
+    assert our_messages() == []
+    call_command(
+        "check", stdout=io.StringIO(), stderr=io.StringIO()
+    )  # raises SystemCheckError on errors
+
+
+def test_check_is_registered_with_the_compatibility_tag(settings: Any) -> None:
+    settings.TOOLNEXUS = {**GOOD, "WORKER_THREADS": 0}
+    assert "toolnexus_django.E009" in {m.id for m in checks.run_checks(tags=["compatibility"])}
+    assert check_settings(None) == ours(checks.run_checks())
+
+
+# -- E001 ------------------------------------------------------------------------
+
+
+def test_e001_unknown_key(ids_for: Any) -> None:
+    assert ids_for(STROE="memory") == {"E001"}
+
+
+def test_e001_names_each_unknown_key_and_the_known_ones(settings: Any) -> None:
+    settings.TOOLNEXUS = {**GOOD, "STROE": "memory", "AGNET": {}}
+    errors = our_messages()
+    assert [m.id for m in errors] == ["toolnexus_django.E001"] * 2
+    assert "'STROE'" in errors[0].msg and "'AGNET'" in errors[1].msg
+    assert "STORE" in str(errors[0].hint) and "CLIENT" in str(errors[0].hint)
+
+
+@pytest.mark.parametrize("value", ["memory", None, ["STORE"], 42], ids=repr)
+def test_e001_not_a_dict(settings: Any, value: Any) -> None:
+    settings.TOOLNEXUS = value
+    errors = our_messages()
+    assert ids_of(errors) == {"E001"}
+    assert errors[0].level == checks.ERROR
+
+
+def test_no_toolnexus_setting_at_all_only_warns_about_the_client(settings: Any) -> None:
+    del settings.TOOLNEXUS
+    messages = our_messages()
+    assert ids_of(messages) == {"W001"}
+    assert all(m.level == checks.WARNING for m in messages)
+
+
+# -- E002 ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "store",
+    ["redis", "file:", "django:", 42, "no.such.module.Store", "tests.test_checks.PREFIX"],
+    ids=repr,
+)
+def test_e002_bad_store(ids_for: Any, store: Any) -> None:
+    assert ids_for(STORE=store) == {"E002"}
+
+
+def test_e002_unknown_database_alias(ids_for: Any) -> None:
+    assert ids_for(STORE="django:nosuchdb") == {"E002"}
+
+
+def test_e002_file_dir_under_a_regular_file(ids_for: Any, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    assert ids_for(STORE=f"file:{blocker / 'tasks'}") == {"E002"}
+    assert ids_for(STORE=f"file:{blocker / 'deeper' / 'tasks'}") == {"E002"}
+    assert ids_for(STORE=f"file:{blocker}") == {"E002"}  # exists, but is a file
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_e002_file_dir_in_a_read_only_parent(ids_for: Any, tmp_path: Path) -> None:
+    parent = tmp_path / "ro"
+    parent.mkdir()
+    parent.chmod(0o500)
+    try:
+        assert ids_for(STORE=f"file:{parent / 'tasks'}") == {"E002"}
+    finally:
+        parent.chmod(0o700)
+
+
+def test_file_store_dirs_that_can_be_created_pass(ids_for: Any, tmp_path: Path) -> None:
+    assert ids_for(STORE=f"file:{tmp_path}") == set()
+    nested = tmp_path / "not" / "yet" / "there"
+    assert ids_for(STORE=f"file:{nested}") == set()
+    assert not (tmp_path / "not").exists(), "a check must not create anything"
+
+
+class CustomStore(TaskStore):
+    def get(self, id: str) -> None:
+        return None
+
+    def save(self, task: dict[str, Any]) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "store",
+    [
+        None,
+        "memory",
+        "django",
+        "django:default",
+        CustomStore(),
+        CustomStore,
+        "tests.test_checks.ImportableStore",
+    ],
+    ids=repr,
+)
+def test_accepted_stores_pass(ids_for: Any, store: Any) -> None:
+    assert ids_for(STORE=store) == set()
+
+
+# -- E003 ------------------------------------------------------------------------
+
+
+def test_e003_rest_framework_not_installed(settings: Any) -> None:
+    settings.TOOLNEXUS = GOOD
+    assert our_messages() == []
+    settings.INSTALLED_APPS = [a for a in settings.INSTALLED_APPS if a != "rest_framework"]
+    assert ids_of(our_messages()) == {"E003"}
+
+
+# -- E004 ------------------------------------------------------------------------
+
+
+def test_e004_missing_skills_dir(ids_for: Any, tmp_path: Path) -> None:
+    toolkit = {**GOOD["TOOLKIT"], "skills_dir": tmp_path / "no-such-dir"}
+    assert ids_for(TOOLKIT=toolkit) == {"E004"}
+
+
+def test_e004_skills_dir_is_a_file(ids_for: Any, tmp_path: Path) -> None:
+    (tmp_path / "skills.txt").write_text("")
+    toolkit = {**GOOD["TOOLKIT"], "skills_dir": str(tmp_path / "skills.txt")}
+    assert ids_for(TOOLKIT=toolkit) == {"E004"}
+
+
+def test_e004_one_error_per_bad_dir_in_a_list(settings: Any, tmp_path: Path) -> None:
+    toolkit = {**GOOD["TOOLKIT"], "skills_dir": [SKILLS_DIR, str(tmp_path / "gone"), tmp_path]}
+    settings.TOOLNEXUS = {**GOOD, "TOOLKIT": toolkit}
+    errors = our_messages()
+    assert [m.id for m in errors] == ["toolnexus_django.E004"]
+    assert "gone" in errors[0].msg
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read anything")
+def test_e004_unreadable_skills_dir(ids_for: Any, tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        assert ids_for(TOOLKIT={**GOOD["TOOLKIT"], "skills_dir": locked}) == {"E004"}
+    finally:
+        locked.chmod(0o700)
+
+
+def test_existing_skills_dirs_pass(ids_for: Any, tmp_path: Path) -> None:
+    assert ids_for(TOOLKIT={**GOOD["TOOLKIT"], "skills_dir": str(SKILLS_DIR)}) == set()
+    assert ids_for(TOOLKIT={**GOOD["TOOLKIT"], "skills_dir": [SKILLS_DIR, tmp_path]}) == set()
+    assert ids_for(TOOLKIT={**GOOD["TOOLKIT"], "skills_dir": None}) == set()
+
+
+# -- E005 ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("style", ["gemini", "OpenAI", "bedrock"])
+def test_e005_unknown_client_style(ids_for: Any, style: str) -> None:
+    assert ids_for(CLIENT={**GOOD["CLIENT"], "style": style}) == {"E005"}
+
+
+@pytest.mark.parametrize("style", ["openai", "anthropic", None])
+def test_known_client_styles_pass(ids_for: Any, style: Any) -> None:
+    assert ids_for(CLIENT={**GOOD["CLIENT"], "style": style}) == set()
+
+
+# -- E006 ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"AGENT": "filing-desk"},
+        {"AGENT": {"name": "x", "skills": "summarize"}},
+        {"TOOLKIT": 42},
+        {"TOOLKIT": ["testproject"]},
+        {"TOOLKIT": {**GOOD["TOOLKIT"], "tools": "testproject.demo.file_expense"}},
+        {"TOOLKIT": {**GOOD["TOOLKIT"], "skills_dir": 42}},
+        {"CLIENT": 42},
+        {"CLIENT": ["http://x"]},
+        {"AUTHENTICATION_CLASSES": "rest_framework.authentication.SessionAuthentication"},
+        {"PERMISSION_CLASSES": {"rest_framework.permissions.AllowAny": True}},
+    ],
+    ids=lambda o: repr(o)[:60],
+)
+def test_e006_wrong_types(ids_for: Any, overrides: dict[str, Any]) -> None:
+    assert ids_for(**overrides) == {"E006"}
+
+
+def test_tools_as_a_string_is_one_error_not_one_per_character(settings: Any) -> None:
+    settings.TOOLNEXUS = {
+        **GOOD,
+        "TOOLKIT": {**GOOD["TOOLKIT"], "tools": "testproject.demo.file_expense"},
+    }
+    assert len(our_messages()) == 1
+
+
+# -- E007 ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"TOOLKIT": "no.such.toolkit_factory"},
+        {"CLIENT": "no.such.client_factory"},
+        {"CLIENT": "testproject.demo.no_such_client"},
+        {"TOOLKIT": {**GOOD["TOOLKIT"], "tools": ["no.such.tool"]}},
+        {"TOOLKIT": {**GOOD["TOOLKIT"], "tools": ["testproject.demo.file_expense", "nodots"]}},
+        {"AUTHENTICATION_CLASSES": ["no.such.Authentication"]},
+        {"PERMISSION_CLASSES": ["rest_framework.permissions.NoSuchPermission"]},
+    ],
+    ids=lambda o: repr(o)[:60],
+)
+def test_e007_dotted_paths_that_do_not_import(ids_for: Any, overrides: dict[str, Any]) -> None:
+    assert ids_for(**overrides) == {"E007"}
+
+
+def test_importable_dotted_paths_pass(ids_for: Any) -> None:
+    assert ids_for(CLIENT="testproject.demo.offline_client") == set()
+    assert ids_for(AUTHENTICATION_CLASSES=[], PERMISSION_CLASSES=None) == set()
+    assert ids_for(AUTHENTICATION_CLASSES=None) == set()
+
+
+# -- E008 ------------------------------------------------------------------------
+
+
+def test_e008_task_backend_not_in_tasks(ids_for: Any, settings: Any) -> None:
+    assert ids_for(TASK_BACKEND="workers") == {"E008"}
+    settings.TASKS = {
+        "default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"},
+        "workers": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"},
+    }
+    assert ids_for(TASK_BACKEND="workers") == set()
+    assert ids_for(TASK_BACKEND="default") == set()
+    assert ids_for(TASK_BACKEND="elsewhere") == {"E008"}
+    assert ids_for(TASK_BACKEND=None) == set()
+
+
+# -- E009 ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [0, -1, "8", True, 1.5, None], ids=repr)
+def test_e009_worker_threads(ids_for: Any, value: Any) -> None:
+    assert ids_for(WORKER_THREADS=value) == {"E009"}
+
+
+@pytest.mark.parametrize("value", [-1, 0, "10", True, [5]], ids=repr)
+def test_e009_run_timeout(ids_for: Any, value: Any) -> None:
+    assert ids_for(RUN_TIMEOUT=value) == {"E009"}
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{"WORKER_THREADS": 1}, {"WORKER_THREADS": 64}, {"RUN_TIMEOUT": 0.5}, {"RUN_TIMEOUT": None}],
+    ids=repr,
+)
+def test_positive_numbers_pass(ids_for: Any, overrides: dict[str, Any]) -> None:
+    assert ids_for(**overrides) == set()
+
+
+# -- W001 ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "client",
+    [
+        {"style": "openai"},
+        {"base_url": "http://127.0.0.1:9/v1", "model": None},
+        {"model": "m", "api_key": "k"},
+        {"base_url": "", "model": "m"},
+    ],
+    ids=repr,
+)
+def test_w001_client_without_base_url_or_model(settings: Any, client: dict[str, Any]) -> None:
+    settings.TOOLNEXUS = {**GOOD, "CLIENT": client}
+    messages = our_messages()
+    assert ids_of(messages) == {"W001"}
+    assert messages[0].level == checks.WARNING
+    # A warning does not stop `manage.py check` (nor any other command).
+    call_command("check", stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def test_an_error_does_stop_manage_py_check(settings: Any) -> None:
+    settings.TOOLNEXUS = {**GOOD, "WORKER_THREADS": 0}
+    with pytest.raises(SystemCheckError, match=r"toolnexus_django\.E009"):
+        call_command("check", stdout=io.StringIO(), stderr=io.StringIO())
+
+
+# -- a real `manage.py check` ----------------------------------------------------
+
+
+def test_manage_py_check_subprocess_reports_the_ids(tmp_path: Path) -> None:
+    (tmp_path / "bad_settings.py").write_text(
+        "from testproject.settings import *  # noqa: F403\n"
+        "TOOLNEXUS = {**TOOLNEXUS, 'WORKER_THREADS': 0, 'STROE': 'memory'}\n"
+    )
+    (tmp_path / "good_settings.py").write_text("from testproject.settings import *  # noqa: F403\n")
+    env = {**os.environ, "PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{tmp_path}"}
+
+    def check(settings_module: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "manage.py", "check", f"--settings={settings_module}"],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    bad = check("bad_settings")
+    assert bad.returncode == 1, (bad.stdout, bad.stderr)
+    assert "toolnexus_django.E009" in bad.stderr
+    assert "toolnexus_django.E001" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+    good = check("good_settings")
+    assert good.returncode == 0, (good.stdout, good.stderr)
+    assert "toolnexus_django." not in good.stdout + good.stderr

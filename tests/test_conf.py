@@ -1,0 +1,197 @@
+"""The TOOLNEXUS setting (toolnexus_django/conf.py): defaults, nested merge,
+lazy reads that follow overrides, reload hooks."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from toolnexus_django.conf import DEFAULTS, ToolnexusSettings, merge, toolnexus_settings
+
+PRISTINE_DEFAULTS = copy.deepcopy(DEFAULTS)
+
+
+@pytest.fixture(autouse=True)
+def _defaults_untouched() -> Iterator[None]:
+    yield
+    assert DEFAULTS == PRISTINE_DEFAULTS, "a test (or the code under test) mutated DEFAULTS"
+
+
+def test_empty_setting_gives_every_default(settings: Any) -> None:
+    settings.TOOLNEXUS = {}
+    assert toolnexus_settings.as_dict() == DEFAULTS
+    assert toolnexus_settings.STORE == "memory"
+    assert toolnexus_settings.WORKER_THREADS == 8
+    assert toolnexus_settings.RUN_TIMEOUT is None
+    assert toolnexus_settings.TASK_BACKEND is None
+    assert toolnexus_settings.AUTHENTICATION_CLASSES is None
+    assert toolnexus_settings.AGENT["name"] == "toolnexus-agent"
+    assert toolnexus_settings.CLIENT["style"] == "openai"
+    assert toolnexus_settings.TOOLKIT == {
+        "skills_dir": None,
+        "mcp_config": None,
+        "builtins": False,
+        "tools": [],
+    }
+
+
+def test_missing_setting_gives_every_default(settings: Any) -> None:
+    del settings.TOOLNEXUS
+    assert toolnexus_settings.as_dict() == DEFAULTS
+
+
+def test_a_non_dict_setting_reads_as_defaults(settings: Any) -> None:
+    # Reported by check E001; reading it must not crash on the way there.
+    settings.TOOLNEXUS = "memory"
+    assert toolnexus_settings.STORE == "memory"
+    assert toolnexus_settings.WORKER_THREADS == 8
+
+
+def test_top_level_values_replace_defaults(settings: Any) -> None:
+    settings.TOOLNEXUS = {
+        "STORE": "django",
+        "WORKER_THREADS": 2,
+        "RUN_TIMEOUT": 12.5,
+        "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    }
+    assert toolnexus_settings.STORE == "django"
+    assert toolnexus_settings.WORKER_THREADS == 2
+    assert toolnexus_settings.RUN_TIMEOUT == 12.5
+    assert toolnexus_settings.PERMISSION_CLASSES == ["rest_framework.permissions.AllowAny"]
+    assert toolnexus_settings.AUTHENTICATION_CLASSES is None  # untouched keys keep defaults
+
+
+def test_nested_sections_merge_key_by_key(settings: Any) -> None:
+    settings.TOOLNEXUS = {
+        "AGENT": {"name": "filing-desk"},
+        "TOOLKIT": {"builtins": True, "disable_tools": ["x"]},
+        "CLIENT": {"base_url": "http://llm/v1", "model": "m", "timeout_ms": 5000},
+    }
+    assert toolnexus_settings.AGENT == {**DEFAULTS["AGENT"], "name": "filing-desk"}
+    assert toolnexus_settings.AGENT["version"] == "0.1.0"
+    assert toolnexus_settings.TOOLKIT == {
+        "skills_dir": None,
+        "mcp_config": None,
+        "builtins": True,
+        "tools": [],
+        "disable_tools": ["x"],  # extra create_toolkit keywords pass through
+    }
+    assert toolnexus_settings.CLIENT == {
+        "base_url": "http://llm/v1",
+        "style": "openai",  # from the defaults
+        "model": "m",
+        "api_key": None,
+        "timeout_ms": 5000,
+    }
+
+
+def test_dotted_path_sections_replace_instead_of_merging(settings: Any) -> None:
+    settings.TOOLNEXUS = {"CLIENT": "testproject.demo.offline_client", "TOOLKIT": "pkg.make"}
+    assert toolnexus_settings.CLIENT == "testproject.demo.offline_client"
+    assert toolnexus_settings.TOOLKIT == "pkg.make"
+    assert toolnexus_settings.AGENT == DEFAULTS["AGENT"]
+
+
+def test_merge_does_not_touch_its_input_or_the_defaults() -> None:
+    user = {"AGENT": {"name": "x"}, "STORE": "django"}
+    frozen = copy.deepcopy(user)
+    merged = merge(user)
+    merged["AGENT"]["description"] = "changed"
+    merged["TOOLKIT"]["tools"].append("pkg.tool")
+    merged["CLIENT"]["model"] = "changed"
+    assert user == frozen
+    assert merge({}) == DEFAULTS
+    # (the autouse fixture also asserts DEFAULTS itself is pristine)
+
+
+def test_mutating_a_read_value_does_not_leak_into_defaults(settings: Any) -> None:
+    settings.TOOLNEXUS = {}
+    toolnexus_settings.TOOLKIT["tools"].append("pkg.leaked_tool")
+    toolnexus_settings.AGENT["name"] = "leaked"
+    toolnexus_settings.reload()
+    assert toolnexus_settings.TOOLKIT["tools"] == []
+    assert toolnexus_settings.AGENT["name"] == "toolnexus-agent"
+
+
+@pytest.mark.parametrize("name", ["NOPE", "store", "Store", "_private", "__wrapped__"])
+def test_unknown_attribute_raises_attribute_error(name: str) -> None:
+    with pytest.raises(AttributeError):
+        getattr(toolnexus_settings, name)
+    assert not hasattr(toolnexus_settings, name)
+    assert getattr(toolnexus_settings, name, "fallback") == "fallback"
+
+
+def test_override_is_seen_on_the_next_read(settings: Any) -> None:
+    settings.TOOLNEXUS = {"STORE": "memory", "WORKER_THREADS": 3}
+    assert toolnexus_settings.STORE == "memory"  # now cached
+    settings.TOOLNEXUS = {"STORE": "django", "WORKER_THREADS": 5}
+    assert toolnexus_settings.STORE == "django"
+    assert toolnexus_settings.WORKER_THREADS == 5
+
+    with override_settings(TOOLNEXUS={"STORE": "file:/srv/tasks"}):
+        assert toolnexus_settings.STORE == "file:/srv/tasks"
+        assert toolnexus_settings.WORKER_THREADS == 8
+    # Leaving the override restores the previous value.
+    assert toolnexus_settings.STORE == "django"
+    assert toolnexus_settings.WORKER_THREADS == 5
+
+
+def test_reads_are_cached_until_a_reload(settings: Any) -> None:
+    settings.TOOLNEXUS = {"AGENT": {"name": "one"}}
+    first = toolnexus_settings.AGENT
+    assert toolnexus_settings.AGENT is first  # the same merged dict: no re-merge per read
+    toolnexus_settings.reload()
+    assert toolnexus_settings.AGENT is not first
+    assert toolnexus_settings.AGENT == first
+
+
+@pytest.fixture
+def hook_calls() -> Iterator[list[str]]:
+    calls: list[str] = []
+
+    def hook() -> None:
+        calls.append("reloaded")
+
+    toolnexus_settings.on_reload(hook)
+    try:
+        yield calls
+    finally:
+        toolnexus_settings._reload_hooks.remove(hook)
+
+
+def test_reload_hooks_run_when_the_setting_changes(settings: Any, hook_calls: list[str]) -> None:
+    settings.TOOLNEXUS = {"STORE": "memory"}
+    assert hook_calls == ["reloaded"]
+    settings.TOOLNEXUS = {"STORE": "django"}
+    assert hook_calls == ["reloaded"] * 2
+    toolnexus_settings.reload()
+    assert hook_calls == ["reloaded"] * 3
+
+
+def test_reload_hooks_run_when_tasks_change(settings: Any, hook_calls: list[str]) -> None:
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+    assert hook_calls == ["reloaded"]
+
+
+def test_unrelated_settings_do_not_reload(settings: Any, hook_calls: list[str]) -> None:
+    settings.TOOLNEXUS = {"AGENT": {"name": "kept"}}
+    agent = toolnexus_settings.AGENT
+    hook_calls.clear()
+    settings.DEBUG = not settings.DEBUG
+    settings.TIME_ZONE = "Europe/Paris"
+    assert hook_calls == []
+    assert toolnexus_settings.AGENT is agent
+
+
+def test_a_fresh_settings_object_reads_the_current_setting(settings: Any) -> None:
+    settings.TOOLNEXUS = {"STORE": "django"}
+    fresh = ToolnexusSettings()
+    calls: list[int] = []
+    fresh.on_reload(lambda: calls.append(1))
+    assert fresh.STORE == "django"
+    fresh.reload()
+    assert calls == [1]

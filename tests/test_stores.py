@@ -721,7 +721,10 @@ def test_django_store_saves_nul_characters_anywhere_in_a_task() -> None:
     store = DjangoTaskStore()
     task = {
         "id": "nul-task",
-        "status": {"state": "completed", "message": {"parts": [{"kind": "text", "text": "a\x00b"}]}},
+        "status": {
+            "state": "completed",
+            "message": {"parts": [{"kind": "text", "text": "a\x00b"}]},
+        },
         "_private": {"transcript": [{"role": "tool", "content": "out\x00put"}], "k\x00": 1},
     }
     store.save(task)

@@ -73,8 +73,11 @@ if _database["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-    # Tests need a file, not :memory:, so worker threads share the database.
-    _database["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    # Tests need a file, not :memory:, so worker threads share the database;
+    # one per test run, so concurrent runs on one machine never collide.
+    _database["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
+else:
+    _database["TEST"] = {"NAME": f"test_{_database['NAME']}_{os.getpid()}"}
 DATABASES = {"default": _database}
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
@@ -98,6 +101,7 @@ if _llm_base_url:
         "model": os.environ.get("LLM_MODEL", "demo-model"),
         "api_key": os.environ.get("LLM_API_KEY", "not-needed"),
         "timeout_ms": int(os.environ.get("LLM_TIMEOUT_MS", "120000")),
+        "retries": int(os.environ.get("LLM_RETRIES", "2")),
     }
 else:
     _client = "testproject.demo.offline_client"

@@ -32,6 +32,7 @@ from toolnexus_django.stores import (
     get_task_store,
     resolve_store,
 )
+from toolnexus_django.stores.file import LOCK_NAME
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -327,6 +328,11 @@ HOSTILE_IDS = [
 ]
 
 
+def task_files(directory: Path) -> list[Path]:
+    """The directory's entries other than the store's own lock file."""
+    return [p for p in directory.iterdir() if p.name != LOCK_NAME]
+
+
 def _all_files(root: Path) -> set[Path]:
     return {p.resolve() for p in root.rglob("*")}
 
@@ -348,7 +354,7 @@ def test_file_store_hostile_id_stays_inside(tid: str, jail: tuple[Path, FileTask
     assert store.get(tid) is None
     task = {"id": tid, "status": {"state": "working"}, "note": "hostile"}
     store.save(task)
-    files = list(directory.iterdir())
+    files = list(task_files(directory))
     assert [f.name for f in files] == [sanitize(tid) + ".json"]
     assert files[0].resolve().parent == directory.resolve()
     assert store.path_for(tid).resolve() == files[0].resolve()
@@ -359,9 +365,9 @@ def test_file_store_all_hostile_ids_together(jail: tuple[Path, FileTaskStore]) -
     directory, store = jail
     for tid in HOSTILE_IDS:
         store.save({"id": tid, "status": {"state": "working"}})
-    names = sorted(p.name for p in directory.iterdir())
+    names = sorted(p.name for p in task_files(directory))
     assert names == sorted({sanitize(t) + ".json" for t in HOSTILE_IDS})
-    for path in directory.iterdir():
+    for path in task_files(directory):
         assert path.resolve().parent == directory.resolve()
     for tid in HOSTILE_IDS:
         back = store.get(tid)
@@ -382,7 +388,7 @@ def test_file_store_colliding_ids_never_return_the_wrong_task(tmp_path: Path) ->
     store.save({"id": "a_b", "status": {"state": "completed"}})
     assert store.get("a_b") == {"id": "a_b", "status": {"state": "completed"}}
     assert store.get("a/b") is None
-    assert [p.name for p in tmp_path.iterdir()] == ["a_b.json"]
+    assert [p.name for p in task_files(tmp_path)] == ["a_b.json"]
 
 
 @pytest.mark.parametrize("length", [251, 255, 256, 10_000])
@@ -394,14 +400,14 @@ def test_file_store_overlong_ids_are_refused_cleanly(tmp_path: Path, length: int
     with pytest.raises(ValueError):
         store.save({"id": tid, "status": {"state": "working"}})
     assert store.get(tid) is None
-    assert list(tmp_path.iterdir()) == []
+    assert list(task_files(tmp_path)) == []
 
 
 def test_file_store_longest_id_round_trips(tmp_path: Path) -> None:
     store = FileTaskStore(tmp_path)
     tid = "z" * 250  # 250 + ".json" = 255 bytes, the file-name limit
     store.save({"id": tid, "status": {"state": "working"}})
-    assert [p.name for p in tmp_path.iterdir()] == [tid + ".json"]
+    assert [p.name for p in task_files(tmp_path)] == [tid + ".json"]
     assert store.get(tid) == {"id": tid, "status": {"state": "working"}}
 
 
@@ -410,7 +416,7 @@ def test_saving_a_task_without_a_string_id_fails_clearly(bad: Any, tmp_path: Pat
     for store in (InMemoryTaskStore(), FileTaskStore(tmp_path)):
         with pytest.raises((TypeError, ValueError)):
             store.save(bad)
-    assert list(tmp_path.iterdir()) == []
+    assert list(task_files(tmp_path)) == []
 
 
 # --------------------------------------------------------------------------- #
@@ -495,7 +501,7 @@ def test_file_store_concurrent_writers_and_readers(tmp_path: Path) -> None:
     assert final is not None and _consistent(final)
     assert final["history"][0]["seq"] == SAVES_PER_WRITER - 1
     # Every temp file was renamed away: only the Task's own file remains.
-    assert sorted(p.name for p in tmp_path.iterdir()) == [target.name]
+    assert sorted(p.name for p in task_files(tmp_path)) == [target.name]
 
 
 # --------------------------------------------------------------------------- #

@@ -94,7 +94,7 @@ def test_file_store_behind_toolnexus_serve(fake_llm: FakeLLM, tmp_path: Path) ->
     stored = check_served(store, fake_llm)
     # One JSON file per Task, at the seed's path, readable outside the store.
     path = tmp_path / f"{sanitize(stored['id'])}.json"
-    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+    assert [p.name for p in tmp_path.glob("*.json")] == [path.name]
     assert json.loads(path.read_text("utf-8"))["status"]["state"] == "completed"
     # A fresh instance over the same directory sees it too.
     fresh = FileTaskStore(tmp_path).get(stored["id"])

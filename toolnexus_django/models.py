@@ -83,6 +83,10 @@ class TaskRecord(models.Model):
     private = models.JSONField(
         _("server-side data"), default=dict, blank=True, encoder=NulSafeJSONEncoder
     )
+    #: Bumped by every guarded transition (compare-and-set on this column).
+    revision = models.PositiveBigIntegerField(_("revision"), default=0)
+    #: When the pending Request expires (mirrors _private.pending.expiresAt).
+    expires_at = models.DateTimeField(_("request expires"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
@@ -107,6 +111,14 @@ class TaskRecord(models.Model):
             # All Tasks of one conversation.
             models.Index(fields=["context_id"], name="tnx_task_context"),
             models.Index(fields=["-created_at"], name="tnx_task_created"),
+            # The expiry sweep: only waiting Tasks with a deadline are indexed.
+            models.Index(
+                fields=["expires_at"],
+                name="tnx_task_expiry",
+                condition=models.Q(
+                    expires_at__isnull=False, state__in=sorted(AWAITING_HUMAN_STATES)
+                ),
+            ),
         ]
 
     def __str__(self) -> str:

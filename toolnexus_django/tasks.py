@@ -23,7 +23,7 @@ from .compat import task
 from .conf import toolnexus_settings
 from .runtime import RunDeadlineExceeded, get_runtime
 from .signals import run_finished
-from .stores import DjangoTaskStore, TaskStore, get_task_store
+from .stores import PRIVATE_KEY, DjangoTaskStore, TaskStore, get_task_store
 
 logger = logging.getLogger("toolnexus_django.tasks")
 
@@ -50,10 +50,12 @@ def run_fulfilment(task_id: str, store: TaskStore | None = None) -> str:
         return state
 
     working = shapes.with_status(task, "working")
-    store.save(working)
+    if not store.compare_and_set(task, working):
+        logger.info("Task %s was taken by another worker", task_id)
+        return shapes.state_of(store.get(task_id))
     logger.info("Task %s: submitted -> working", task_id)
 
-    text = str((working.get(shapes.PRIVATE_KEY) or {}).get("input", {}).get("text") or "")
+    text = str((working.get(PRIVATE_KEY) or {}).get("input", {}).get("text") or "")
     result: Any = None
     try:
         runtime = get_runtime()
@@ -62,7 +64,25 @@ def run_fulfilment(task_id: str, store: TaskStore | None = None) -> str:
     except Exception as exc:
         logger.info("Task %s: run failed: %s", task_id, exc, exc_info=True)
         final = shapes.failed(working, describe_failure(exc))
-    final = _save_final(store, working, final)
+    return finish(store, working, final, result)
+
+
+def finish(store: TaskStore, working: dict[str, Any], final: dict[str, Any], result: Any) -> str:
+    """Move ``working`` to its outcome ``final`` (guarded: if the Task changed
+    meanwhile — canceled, say — that change stands) and announce it."""
+    task_id = working["id"]
+    try:
+        won = store.compare_and_set(working, final)
+    except Exception as exc:
+        # The outcome could not be written (too large, database down...):
+        # record that instead, so the Task is never left working.
+        logger.exception("Task %s: saving its outcome failed", task_id)
+        final = shapes.failed(working, f"The outcome could not be saved: {exc}")
+        won = store.compare_and_set(working, final)
+    if not won:
+        current = shapes.state_of(store.get(task_id))
+        logger.info("Task %s changed while it ran (now %s): outcome dropped", task_id, current)
+        return current
     logger.info("Task %s: working -> %s", task_id, shapes.state_of(final))
     _notify(final, result)
     return shapes.state_of(final)
@@ -99,19 +119,6 @@ def describe_failure(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return f"The model could not be reached: {exc}"
     return f"The run failed: {name}: {exc}"
-
-
-def _save_final(store: TaskStore, working: dict[str, Any], final: dict[str, Any]) -> dict[str, Any]:
-    """Save the outcome; if that write fails, try to record the failure so the
-    Task is not left ``working``."""
-    try:
-        store.save(final)
-        return final
-    except Exception as exc:
-        logger.exception("Task %s: saving its outcome failed", working["id"])
-        fallback = shapes.failed(working, f"The outcome could not be saved: {exc}")
-        store.save(fallback)
-        return fallback
 
 
 def _notify(task: dict[str, Any], result: Any) -> None:

@@ -14,6 +14,7 @@ those off the event loop.
 from __future__ import annotations
 
 import asyncio
+import threading
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -24,6 +25,41 @@ PRIVATE_KEY = "_private"
 
 #: The longest Task id any store accepts; longer ids are simply unknown.
 MAX_ID_LENGTH = 255
+
+#: States a Task never leaves: no store changes a Task once it is in one.
+TERMINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
+
+
+class TerminalTaskError(ValueError):
+    """A save would change a Task that already reached a terminal state."""
+
+    def __init__(self, task_id: str, state: str) -> None:
+        super().__init__(f"Task {task_id[:100]} is {state}: a finished Task never changes")
+        self.task_id = task_id
+        self.state = state
+
+
+def state_of(task: Task | None) -> str:
+    return str(((task or {}).get("status") or {}).get("state") or "")
+
+
+def revision_of(task: Task | None) -> int:
+    """How many guarded transitions the Task has been through."""
+    return int(((task or {}).get(PRIVATE_KEY) or {}).get("revision") or 0)
+
+
+def same_version(stored: Task | None, expected: Task) -> bool:
+    """Whether ``stored`` is still the version ``expected`` was read as."""
+    return (
+        stored is not None
+        and state_of(stored) == state_of(expected)
+        and revision_of(stored) == revision_of(expected)
+    )
+
+
+def bump_revision(expected: Task, new: Task) -> None:
+    """Give ``new`` the revision after ``expected``'s (in place)."""
+    new.setdefault(PRIVATE_KEY, {})["revision"] = revision_of(expected) + 1
 
 
 class TaskStore(ABC):
@@ -41,11 +77,38 @@ class TaskStore(ABC):
     def save(self, task: Task) -> None:
         """Persist ``task`` under ``task["id"]`` (insert or replace)."""
 
+    def compare_and_set(self, expected: Task, new: Task) -> bool:
+        """Guarded transition: store ``new`` only if the stored Task is still
+        ``expected`` (same state and revision) and not terminal. Returns whether
+        it won; ``new`` gets the next revision. Two callers racing from the
+        same version: exactly one wins.
+
+        This default (for custom stores that implement only get/save) is atomic
+        within one process; the built-in stores override it with a database
+        conditional UPDATE, an OS file lock, or their own lock.
+        """
+        with self._transition_lock():
+            stored = self.get(new["id"])
+            if not same_version(stored, expected) or state_of(stored) in TERMINAL_STATES:
+                return False
+            bump_revision(expected, new)
+            self.save(new)
+            return True
+
+    def _transition_lock(self) -> threading.Lock:
+        lock: threading.Lock | None = self.__dict__.get("_cas_lock")
+        if lock is None:
+            lock = self.__dict__.setdefault("_cas_lock", threading.Lock())
+        return lock
+
     async def aget(self, id: str) -> Task | None:
         return await asyncio.to_thread(self.get, id)
 
     async def asave(self, task: Task) -> None:
         await asyncio.to_thread(self.save, task)
+
+    async def acompare_and_set(self, expected: Task, new: Task) -> bool:
+        return await asyncio.to_thread(self.compare_and_set, expected, new)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"

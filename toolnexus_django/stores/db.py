@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import connections
+from django.utils import timezone
 
-from .base import MAX_ID_LENGTH, PRIVATE_KEY, Task, TaskStore, task_id_of
+from .base import (
+    MAX_ID_LENGTH,
+    PRIVATE_KEY,
+    TERMINAL_STATES,
+    Task,
+    TaskStore,
+    TerminalTaskError,
+    bump_revision,
+    revision_of,
+    state_of,
+    task_id_of,
+)
 
 
 def _valid_id(id: Any) -> bool:
@@ -15,11 +29,26 @@ def _valid_id(id: Any) -> bool:
     return isinstance(id, str) and 0 < len(id) <= MAX_ID_LENGTH and "\x00" not in id
 
 
+def _expires_at(private: dict[str, Any]) -> datetime | None:
+    """The pending Request's expiresAt, as an aware datetime (None if absent
+    or unreadable — an unreadable expiry never expires anything)."""
+    value = (private.get("pending") or {}).get("expiresAt")
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, timezone.utc)
+
+
 class DjangoTaskStore(TaskStore):
     """Rows in the ``TaskRecord`` table of database ``using``.
 
-    ``save`` is a single upsert (INSERT ... ON CONFLICT DO UPDATE), so it
-    costs one round trip whether the Task is new or not.
+    ``save`` is one upsert (``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` the
+    stored row is not terminal); ``compare_and_set`` is one conditional
+    ``UPDATE`` on the row's revision. Both are single statements, so they are
+    atomic on SQLite and PostgreSQL without explicit locks.
     """
 
     def __init__(self, using: str = "default") -> None:
@@ -48,27 +77,61 @@ class DjangoTaskStore(TaskStore):
             task[PRIVATE_KEY] = private
         return task
 
+    def _columns(self, task: Task) -> dict[str, Any]:
+        private = task.get(PRIVATE_KEY) or {}
+        return {
+            "context_id": str(task.get("contextId") or "")[:MAX_ID_LENGTH],
+            "state": state_of(task) or "submitted",
+            "owner_id": private.get("owner"),
+            "task": {k: v for k, v in task.items() if k != PRIVATE_KEY},
+            "private": private,
+            "revision": revision_of(task),
+            "expires_at": _expires_at(private),
+        }
+
     def save(self, task: Task) -> None:
         tid = task_id_of(task)
         if not _valid_id(tid):
             raise ValueError(f"invalid Task id for the database store: {tid[:40]!r}")
-        public = {k: v for k, v in task.items() if k != PRIVATE_KEY}
-        private = task.get(PRIVATE_KEY) or {}
-        status = task.get("status") or {}
-        record = self.model(
-            id=tid,
-            context_id=str(task.get("contextId") or "")[:MAX_ID_LENGTH],
-            state=str(status.get("state") or "submitted"),
-            owner_id=private.get("owner"),
-            task=public,
-            private=private,
+        model = self.model
+        connection = connections[self.using]
+        values = {"id": tid, **self._columns(task)}
+        now = timezone.now()
+        values["created_at"] = values["updated_at"] = now
+        fields = {f.attname: f for f in model._meta.concrete_fields}
+        names = list(values)
+        params = [fields[n].get_db_prep_save(values[n], connection) for n in names]
+        qn = connection.ops.quote_name
+        table = qn(model._meta.db_table)
+        updated = [n for n in names if n not in ("id", "created_at")]
+        terminal = ", ".join(["%s"] * len(TERMINAL_STATES))
+        sql = (
+            f"INSERT INTO {table} ({', '.join(qn(n) for n in names)}) "
+            f"VALUES ({', '.join(['%s'] * len(names))}) "
+            f"ON CONFLICT ({qn('id')}) DO UPDATE SET "
+            + ", ".join(f"{qn(n)} = EXCLUDED.{qn(n)}" for n in updated)
+            + f" WHERE {table}.{qn('state')} NOT IN ({terminal})"
         )
-        self.model.objects.using(self.using).bulk_create(
-            [record],
-            update_conflicts=True,
-            unique_fields=["id"],
-            update_fields=["context_id", "state", "owner", "task", "private", "updated_at"],
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, *sorted(TERMINAL_STATES)])
+            if cursor.rowcount == 0:
+                stored = self.get(tid)
+                raise TerminalTaskError(tid, state_of(stored) or "finished")
+
+    def compare_and_set(self, expected: Task, new: Task) -> bool:
+        tid = task_id_of(new)
+        if not _valid_id(tid):
+            return False
+        bump_revision(expected, new)
+        won = (
+            self.model.objects.using(self.using)
+            .filter(pk=tid, state=state_of(expected), revision=revision_of(expected))
+            .exclude(state__in=TERMINAL_STATES)
+            .update(updated_at=timezone.now(), **self._columns(new))
         )
+        if not won:
+            new[PRIVATE_KEY]["revision"] = revision_of(expected)
+        return bool(won)
 
     # The ORM's own async methods use thread-sensitive sync_to_async: do the same.
     async def aget(self, id: str) -> Task | None:
@@ -76,6 +139,9 @@ class DjangoTaskStore(TaskStore):
 
     async def asave(self, task: Task) -> None:
         await sync_to_async(self.save)(task)
+
+    async def acompare_and_set(self, expected: Task, new: Task) -> bool:
+        return await sync_to_async(self.compare_and_set)(expected, new)
 
     def __repr__(self) -> str:
         return f"<DjangoTaskStore using={self.using!r}>"

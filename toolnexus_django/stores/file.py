@@ -13,11 +13,28 @@ import contextlib
 import json
 import os
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: transitions are guarded within this process only
+    fcntl = None  # type: ignore[assignment]
 
 from toolnexus import sanitize
 
-from .base import MAX_ID_LENGTH, Task, TaskStore, task_id_of
+from .base import (
+    MAX_ID_LENGTH,
+    TERMINAL_STATES,
+    Task,
+    TaskStore,
+    TerminalTaskError,
+    bump_revision,
+    same_version,
+    state_of,
+    task_id_of,
+)
 
 #: File names are limited to 255 bytes on common file systems (ext4, XFS,
 #: APFS, NTFS): with the ".json" suffix, longer ids cannot have a file of
@@ -25,10 +42,32 @@ from .base import MAX_ID_LENGTH, Task, TaskStore, task_id_of
 MAX_FILE_ID_LENGTH = min(MAX_ID_LENGTH, 255 - len(".json"))
 
 
+#: The directory-wide lock file writers take (readers never need it).
+LOCK_NAME = ".lock"
+
+
 class FileTaskStore(TaskStore):
+    """Writes (``save`` and guarded transitions) hold an exclusive ``flock`` on
+    ``<dir>/.lock``, so they are serialised across threads and processes on
+    this machine; reads take no lock — the atomic rename keeps them whole."""
+
     def __init__(self, dir: str | os.PathLike[str]) -> None:
         self.dir = Path(dir)
         self.dir.mkdir(parents=True, exist_ok=True)
+        self._thread_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._thread_lock:
+            if fcntl is None:
+                yield
+                return
+            with open(self.dir / LOCK_NAME, "a+b") as lock:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
     def path_for(self, id: str) -> Path:
         """Where the Task with ``id`` lives. ``sanitize`` maps every character
@@ -53,6 +92,23 @@ class FileTaskStore(TaskStore):
         tid = task_id_of(task)
         if len(tid) > MAX_FILE_ID_LENGTH:
             raise ValueError(f"Task id longer than {MAX_FILE_ID_LENGTH} characters")
+        with self._locked():
+            stored = self.get(tid)
+            if state_of(stored) in TERMINAL_STATES:
+                raise TerminalTaskError(tid, state_of(stored))
+            self._write(tid, task)
+
+    def compare_and_set(self, expected: Task, new: Task) -> bool:
+        tid = task_id_of(new)
+        with self._locked():
+            stored = self.get(tid)
+            if not same_version(stored, expected) or state_of(stored) in TERMINAL_STATES:
+                return False
+            bump_revision(expected, new)
+            self._write(tid, new)
+            return True
+
+    def _write(self, tid: str, task: Task) -> None:
         data = json.dumps(task, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         target = self.path_for(tid)
         # The temp name must fit the 255-byte limit too: keep only a readable prefix.

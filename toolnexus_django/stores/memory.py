@@ -5,7 +5,16 @@ from __future__ import annotations
 import copy
 import threading
 
-from .base import Task, TaskStore, task_id_of
+from .base import (
+    TERMINAL_STATES,
+    Task,
+    TaskStore,
+    TerminalTaskError,
+    bump_revision,
+    same_version,
+    state_of,
+    task_id_of,
+)
 
 
 class InMemoryTaskStore(TaskStore):
@@ -26,7 +35,20 @@ class InMemoryTaskStore(TaskStore):
         tid = task_id_of(task)
         snapshot = copy.deepcopy(task)
         with self._lock:
+            stored = self._tasks.get(tid)
+            if state_of(stored) in TERMINAL_STATES:
+                raise TerminalTaskError(tid, state_of(stored))
             self._tasks[tid] = snapshot
+
+    def compare_and_set(self, expected: Task, new: Task) -> bool:
+        tid = task_id_of(new)
+        with self._lock:
+            stored = self._tasks.get(tid)
+            if not same_version(stored, expected) or state_of(stored) in TERMINAL_STATES:
+                return False
+            bump_revision(expected, new)
+            self._tasks[tid] = copy.deepcopy(new)
+            return True
 
     # Nothing here blocks: no need for a thread hop.
     async def aget(self, id: str) -> Task | None:
@@ -34,6 +56,9 @@ class InMemoryTaskStore(TaskStore):
 
     async def asave(self, task: Task) -> None:
         self.save(task)
+
+    async def acompare_and_set(self, expected: Task, new: Task) -> bool:
+        return self.compare_and_set(expected, new)
 
     def __len__(self) -> int:
         with self._lock:

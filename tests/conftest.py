@@ -135,7 +135,14 @@ class RpcClient:
     def wait(
         self,
         task_id: str,
-        states: tuple[str, ...] = ("completed", "failed", "input-required", "canceled"),
+        states: tuple[str, ...] = (
+            "completed",
+            "failed",
+            "canceled",
+            "rejected",
+            "input-required",
+            "auth-required",
+        ),
         timeout: float = 20,
     ) -> dict[str, Any]:
         """Poll GetTask until the Task is in one of ``states`` (deadline-bound)."""

@@ -113,13 +113,13 @@ def test_unknown_a2a_version_is_refused(rpc: RpcClient, configure: Any) -> None:
     assert ok["error"]["code"] == -32001
 
 
-def test_message_to_an_existing_task_is_not_a_new_task(rpc: RpcClient, configure: Any) -> None:
+def test_message_to_an_unknown_task_is_not_a_new_task(rpc: RpcClient, configure: Any) -> None:
     configure(None)
     reply = rpc.call(
         "SendMessage",
         {"message": {"role": "user", "taskId": "t-1", "parts": [{"kind": "text", "text": "hi"}]}},
     )
-    assert reply["error"]["code"] == -32004
+    assert reply["error"]["code"] == -32001
 
 
 def test_get_on_the_card_url_and_wrong_methods(live_server: Any, configure: Any) -> None:

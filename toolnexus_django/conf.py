@@ -72,6 +72,14 @@ DEFAULTS: dict[str, Any] = {
     # Upper bound, in seconds, on one run inside a worker (None = no bound
     # beyond the client's own timeout_ms).
     "RUN_TIMEOUT": None,
+    # Human review: who is e-mailed when a Task starts waiting on a person
+    # (Django's mail framework; empty = no mail), and the absolute base URL
+    # the link to its review page starts with (e.g. "https://ops.example.com").
+    "REVIEW_NOTIFY_EMAILS": [],
+    "REVIEW_BASE_URL": None,
+    # How often, in seconds, a serving process answers expired Requests
+    # (ok=False, reason "expired"); 0 turns the in-process sweep off.
+    "EXPIRY_SWEEP_INTERVAL": 5.0,
 }
 
 #: Nested dict settings whose missing keys fall back to the defaults above.

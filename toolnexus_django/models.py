@@ -96,6 +96,7 @@ class TaskRecord(models.Model):
         verbose_name = _("task")
         verbose_name_plural = _("tasks")
         ordering = ("-created_at",)
+        permissions = [("answer_task", _("Can answer tasks awaiting a human"))]
         indexes = [
             # "Which Tasks are in state X", newest activity first (admin, recovery).
             models.Index(fields=["state", "-updated_at"], name="tnx_task_state_updated"),
@@ -127,3 +128,20 @@ class TaskRecord(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.state in TERMINAL_STATES
+
+
+class AwaitingHumanManager(models.Manager["AwaitingHumanTask"]):
+    def get_queryset(self) -> models.QuerySet[AwaitingHumanTask]:
+        return super().get_queryset().filter(state__in=AWAITING_HUMAN_STATES)
+
+
+class AwaitingHumanTask(TaskRecord):
+    """The review queue: Tasks whose run waits on a person."""
+
+    objects = AwaitingHumanManager()  # type: ignore[assignment]
+
+    class Meta:
+        proxy = True
+        verbose_name = _("task awaiting a human")
+        verbose_name_plural = _("tasks awaiting a human")
+        ordering = ("-updated_at",)

@@ -18,3 +18,13 @@ from __future__ import annotations
 from django.dispatch import Signal
 
 run_finished = Signal()
+
+#: A Task started waiting on a person (``input-required`` / ``auth-required``).
+#: Keyword arguments: ``task_id``, ``task`` (public), ``request`` (the pending
+#: Request as a dict: id, kind, prompt, url, data, expiresAt).
+awaiting_human = Signal()
+
+#: Someone (or expiry) answered a waiting Task; its run resumes in the
+#: background. Keyword arguments: ``task_id``, ``answer`` (toolnexus Answer),
+#: ``event`` (the audit entry: actor, decision, comment, from/to state, ...).
+task_answered = Signal()

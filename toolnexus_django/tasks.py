@@ -22,7 +22,7 @@ from .backends import InProcessBackend
 from .compat import task
 from .conf import toolnexus_settings
 from .runtime import RunDeadlineExceeded, get_runtime
-from .signals import run_finished
+from .signals import awaiting_human, run_finished
 from .stores import PRIVATE_KEY, DjangoTaskStore, TaskStore, get_task_store
 
 logger = logging.getLogger("toolnexus_django.tasks")
@@ -34,6 +34,12 @@ INPROCESS_ALIAS = "toolnexus"
 def fulfil(task_id: str) -> str:
     """Run one submitted Task to completed / failed / input-required."""
     return run_fulfilment(task_id)
+
+
+@task()
+def resume(task_id: str) -> str:
+    """Continue one answered Task from where its run stopped."""
+    return run_resume(task_id)
 
 
 def run_fulfilment(task_id: str, store: TaskStore | None = None) -> str:
@@ -65,6 +71,52 @@ def run_fulfilment(task_id: str, store: TaskStore | None = None) -> str:
         logger.info("Task %s: run failed: %s", task_id, exc, exc_info=True)
         final = shapes.failed(working, describe_failure(exc))
     return finish(store, working, final, result)
+
+
+def run_resume(task_id: str, store: TaskStore | None = None) -> str:
+    """Resume the answered Task ``task_id`` (see :mod:`toolnexus_django.resume`);
+    returns the state it ended in."""
+    from toolnexus import Answer, Request
+
+    from .resume import continue_run
+
+    store = store or get_task_store()
+    task = store.get(task_id)
+    section = (task or {}).get(PRIVATE_KEY) or {}
+    if task is None or shapes.state_of(task) != "working" or "answer" not in section:
+        logger.info("Task %s has no answer waiting to be resumed", task_id)
+        return shapes.state_of(task) if task else "missing"
+    claimed = shapes.with_status(task, "working")
+    claimed_section = shapes.private(claimed)
+    claimed_section["resuming"] = claimed_section.pop("answer")
+    if not store.compare_and_set(task, claimed):
+        logger.info("Task %s is being resumed by another worker", task_id)
+        return shapes.state_of(store.get(task_id))
+    logger.info("Task %s: resuming after an answer", task_id)
+
+    result: Any = None
+    try:
+        answer = Answer(**claimed_section["resuming"])
+        request = Request(**claimed_section["pending"])
+        style = str(claimed_section.get("style") or "openai")
+        runtime = get_runtime()
+        assert runtime.client is not None and runtime.toolkit is not None
+        result = runtime.call(
+            continue_run(
+                runtime.client,
+                runtime.toolkit,
+                transcript=claimed_section.get("transcript") or [],
+                style=style,
+                request=request,
+                answer=answer,
+            ),
+            timeout=toolnexus_settings.RUN_TIMEOUT,
+        )
+        final = settle(claimed, result, style=style)
+    except Exception as exc:
+        logger.info("Task %s: resume failed: %s", task_id, exc, exc_info=True)
+        final = shapes.failed(claimed, describe_failure(exc))
+    return finish(store, claimed, final, result)
 
 
 def finish(store: TaskStore, working: dict[str, Any], final: dict[str, Any], result: Any) -> str:
@@ -122,16 +174,19 @@ def describe_failure(exc: BaseException) -> str:
 
 
 def _notify(task: dict[str, Any], result: Any) -> None:
+    state = shapes.state_of(task)
+    public = render_task(task, Dialect.V03)
     responses = run_finished.send_robust(
-        sender=run_finished,
-        task_id=task["id"],
-        state=shapes.state_of(task),
-        task=render_task(task, Dialect.V03),
-        result=result,
+        sender=run_finished, task_id=task["id"], state=state, task=public, result=result
     )
+    if state in shapes.AWAITING_HUMAN:
+        request = (task.get(PRIVATE_KEY) or {}).get("pending")
+        responses += awaiting_human.send_robust(
+            sender=awaiting_human, task_id=task["id"], task=public, request=request
+        )
     for receiver, response in responses:
         if isinstance(response, Exception):
-            logger.error("run_finished receiver %r raised %r", receiver, response)
+            logger.error("signal receiver %r raised %r", receiver, response)
 
 
 # -- enqueueing ----------------------------------------------------------------
@@ -170,18 +225,27 @@ def _close_on_reload() -> None:
 toolnexus_settings.on_reload(_close_on_reload)
 
 
-def enqueue_fulfilment(task_id: str) -> None:
-    """Enqueue :data:`fulfil` for ``task_id`` now (see :func:`schedule_fulfilment`)."""
+def _enqueue(job: Any, task_id: str) -> None:
     alias = toolnexus_settings.TASK_BACKEND
     if alias is None:
-        inprocess_backend().enqueue(fulfil, [task_id], {})
+        inprocess_backend().enqueue(job, [task_id], {})
     else:
-        fulfil.using(backend=alias).enqueue(task_id)
+        job.using(backend=alias).enqueue(task_id)
+
+
+def _on_commit(store: TaskStore | None, job: Any, task_id: str) -> None:
+    # Enqueue once the transaction that saved the Task commits (at once when
+    # there is none), so a worker never looks for a row that is not there yet.
+    store = store or get_task_store()
+    using = store.using if isinstance(store, DjangoTaskStore) else None
+    transaction.on_commit(lambda: _enqueue(job, task_id), using=using)
 
 
 def schedule_fulfilment(task_id: str, store: TaskStore | None = None) -> None:
-    """Enqueue fulfilment once the transaction that saved the Task commits (at
-    once when there is none), so a worker never looks for a row not yet there."""
-    store = store or get_task_store()
-    using = store.using if isinstance(store, DjangoTaskStore) else None
-    transaction.on_commit(lambda: enqueue_fulfilment(task_id), using=using)
+    """Run the submitted Task ``task_id`` in the background."""
+    _on_commit(store, fulfil, task_id)
+
+
+def schedule_resume(task_id: str, store: TaskStore | None = None) -> None:
+    """Resume the answered Task ``task_id`` in the background."""
+    _on_commit(store, resume, task_id)

@@ -51,13 +51,11 @@ def send_message(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> 
         raise RpcError(INVALID_PARAMS, "Invalid params: params.message must be an object")
     if not isinstance(message.get("parts"), list):
         raise RpcError(INVALID_PARAMS, "Invalid params: params.message.parts must be an array")
-    if message.get("taskId") is not None:
-        raise RpcError(
-            UNSUPPORTED_OPERATION, "Continuing an existing task by message is not supported"
-        )
     context_id = message.get("contextId")
     if context_id is not None and (not isinstance(context_id, str) or len(context_id) > 255):
         raise RpcError(INVALID_PARAMS, "Invalid params: contextId must be a string")
+    if message.get("taskId") is not None:
+        return continue_task(message, ctx, dialect)
     text = shapes.message_text(message)
     if not text.strip():
         raise RpcError(INVALID_PARAMS, "Invalid params: the message has no text part")
@@ -67,6 +65,66 @@ def send_message(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> 
         ctx.schedule(task["id"])
     # The Task as saved, not re-read: a fast worker may already have moved it.
     return render_task(task, dialect)
+
+
+def answer_data(message: dict[str, Any]) -> dict[str, Any]:
+    """The Answer data a continuing message carries: its data parts merged,
+    else its text as ``{"output": text}`` (toolnexus's ``answer_output`` key)."""
+    data: dict[str, Any] = {}
+    for part in message.get("parts") or ():
+        if (
+            isinstance(part, dict)
+            and part.get("kind") == "data"
+            and isinstance(part.get("data"), dict)
+        ):
+            data.update(part["data"])
+    return data or {"output": shapes.message_text(message)}
+
+
+def continue_task(message: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
+    """A message carrying the taskId of a Task waiting on input answers it
+    (ok=True) and its run resumes."""
+    from toolnexus import Answer
+
+    from ..review import AnswerRefused, answer_task, pending_request
+
+    task_id = message["taskId"]
+    if not isinstance(task_id, str) or not task_id:
+        raise RpcError(INVALID_PARAMS, "Invalid params: taskId must be a non-empty string")
+    task = ctx.store.get(task_id)
+    if task is None or shapes.owner_of(task) != ctx.owner:
+        raise RpcError(TASK_NOT_FOUND, f"Task not found: {task_id[:100]}")
+    context_id = message.get("contextId")
+    if context_id is not None and context_id != task.get("contextId"):
+        raise RpcError(
+            INVALID_PARAMS, "Invalid params: contextId does not match the task's contextId"
+        )
+    state = shapes.state_of(task)
+    pending = pending_request(task)
+    if state in shapes.TERMINAL:
+        raise RpcError(
+            UNSUPPORTED_OPERATION, f"Task {task_id[:100]} is {state}: it cannot be continued"
+        )
+    if state not in shapes.AWAITING_HUMAN or pending is None:
+        raise RpcError(
+            UNSUPPORTED_OPERATION, f"Task {task_id[:100]} is {state}, not waiting for input"
+        )
+    if not shapes.message_text(message).strip() and answer_data(message) == {"output": ""}:
+        raise RpcError(INVALID_PARAMS, "Invalid params: the message carries no answer")
+    user_message = shapes.user_message(message, task=task)
+    try:
+        working = answer_task(
+            task_id,
+            Answer(id=pending["id"], ok=True, data=answer_data(message)),
+            decision="message",
+            actor=ctx.owner,
+            via="a2a",
+            message=user_message,
+            store=ctx.store,
+        )
+    except AnswerRefused as refused:
+        raise RpcError(UNSUPPORTED_OPERATION, str(refused)) from None
+    return render_task(working, dialect)
 
 
 def get_task(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:

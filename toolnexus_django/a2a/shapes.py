@@ -12,6 +12,9 @@ from typing import Any
 from ..stores.base import PRIVATE_KEY, Task
 
 TERMINAL = frozenset({"completed", "failed", "canceled", "rejected"})
+AWAITING_HUMAN = frozenset({"input-required", "auth-required"})
+#: Keys of the private section that only matter while a run is suspended.
+SUSPENSION_KEYS = ("pending", "transcript", "style", "answer", "resuming")
 
 
 def now_iso() -> str:
@@ -65,26 +68,31 @@ def state_of(task: Task) -> str:
     return str((task.get("status") or {}).get("state") or "")
 
 
+def user_message(message: dict[str, Any], *, task: Task) -> dict[str, Any]:
+    """An incoming user message as the Task's history keeps it."""
+    return {
+        "kind": "message",
+        "role": "user",
+        "messageId": str(message.get("messageId") or new_id())[:255],
+        "parts": [p for p in message.get("parts") or () if isinstance(p, dict)],
+        "taskId": task["id"],
+        "contextId": task.get("contextId"),
+    }
+
+
 def new_task(message: dict[str, Any], *, text: str, owner: str | None) -> Task:
     """A ``submitted`` Task for an incoming user message."""
     tid = new_id()
     context_id = message.get("contextId")
     if not isinstance(context_id, str) or not context_id:
         context_id = new_id()
-    user_message = {
-        "kind": "message",
-        "role": "user",
-        "messageId": str(message.get("messageId") or new_id()),
-        "parts": [p for p in message.get("parts") or () if isinstance(p, dict)],
-        "taskId": tid,
-        "contextId": context_id,
-    }
+    first = user_message(message, task={"id": tid, "contextId": context_id})
     return {
         "id": tid,
         "contextId": context_id,
         "kind": "task",
         "status": {"state": "submitted", "timestamp": now_iso()},
-        "history": [user_message],
+        "history": [first],
         PRIVATE_KEY: {"owner": owner, "input": {"text": text}},
     }
 
@@ -103,27 +111,39 @@ def completed(task: Task, text: str) -> Task:
     done = with_status(task, "completed")
     done["artifacts"] = [{"artifactId": new_id(), "name": "result", "parts": [text_part(text)]}]
     done.setdefault("history", []).append(agent_message(text, task=done))
-    private(done).pop("pending", None)
+    for key in SUSPENSION_KEYS:
+        private(done).pop(key, None)
     return done
 
 
 def failed(task: Task, reason: str) -> Task:
     out = with_status(task, "failed", reason)
     private(out)["error"] = reason
+    for key in ("answer", "resuming"):
+        private(out).pop(key, None)
     return out
+
+
+def add_event(task: Task, event: dict[str, Any]) -> None:
+    """Append to the Task's audit trail (who did what, when, from which state)."""
+    private(task).setdefault("audit", []).append({"at": now_iso(), **event})
 
 
 def input_required(
     task: Task, request: Any, *, transcript: list[dict[str, Any]], style: str
 ) -> Task:
     """Suspended on a toolnexus pending ``Request``: the prompt goes on the wire,
-    the Request and the transcript needed to resume stay server-side."""
+    the Request and the transcript needed to resume stay server-side. A
+    Request of kind ``authorization`` puts the Task in ``auth-required``."""
     if dataclasses.is_dataclass(request) and not isinstance(request, type):
         req = dataclasses.asdict(request)
     else:
         req = dict(request)
-    out = with_status(task, "input-required", str(req.get("prompt") or "Input required"))
+    state = "auth-required" if req.get("kind") == "authorization" else "input-required"
+    out = with_status(task, state, str(req.get("prompt") or "Input required"))
     section = private(out)
+    for key in ("answer", "resuming"):
+        section.pop(key, None)
     section["pending"] = req
     section["transcript"] = transcript
     section["style"] = style

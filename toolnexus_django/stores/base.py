@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 Task = dict[str, Any]
@@ -28,6 +30,8 @@ MAX_ID_LENGTH = 255
 
 #: States a Task never leaves: no store changes a Task once it is in one.
 TERMINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
+#: States in which a run waits on a person.
+AWAITING_HUMAN_STATES = frozenset({"input-required", "auth-required"})
 
 
 class TerminalTaskError(ValueError):
@@ -95,6 +99,13 @@ class TaskStore(ABC):
             self.save(new)
             return True
 
+    def waiting_ids(self, expired_by: datetime | None = None) -> Iterable[str]:
+        """Ids of Tasks waiting on a person — only those whose pending Request
+        expired at or before ``expired_by`` when it is given. Used by the
+        expiry sweep; a custom store that does not implement it simply takes
+        no part in expiry."""
+        return ()
+
     def _transition_lock(self) -> threading.Lock:
         lock: threading.Lock | None = self.__dict__.get("_cas_lock")
         if lock is None:
@@ -122,3 +133,28 @@ def task_id_of(task: Any) -> str:
     if not isinstance(tid, str) or not tid:
         raise ValueError("a Task needs a non-empty string 'id'")
     return tid
+
+
+def pending_expired(task: Task, by: datetime) -> bool:
+    """Whether ``task`` waits on a Request whose expiresAt is at or before ``by``."""
+    from django.utils import timezone
+
+    value = ((task.get(PRIVATE_KEY) or {}).get("pending") or {}).get("expiresAt")
+    if state_of(task) not in AWAITING_HUMAN_STATES or not isinstance(value, str):
+        return False
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    if not timezone.is_aware(moment):
+        moment = timezone.make_aware(moment, timezone.utc)
+    return moment <= by
+
+
+def select_waiting(tasks: Iterable[Task], expired_by: datetime | None) -> list[str]:
+    return [
+        t["id"]
+        for t in tasks
+        if state_of(t) in AWAITING_HUMAN_STATES
+        and (expired_by is None or pending_expired(t, expired_by))
+    ]

@@ -133,6 +133,12 @@ class DjangoTaskStore(TaskStore):
             new[PRIVATE_KEY]["revision"] = revision_of(expected)
         return bool(won)
 
+    def waiting_ids(self, expired_by: datetime | None = None) -> list[str]:
+        rows = self.model.objects.using(self.using).awaiting_human()
+        if expired_by is not None:
+            rows = rows.filter(expires_at__lte=expired_by)
+        return list(rows.order_by("expires_at").values_list("id", flat=True)[:1000])
+
     # The ORM's own async methods use thread-sensitive sync_to_async: do the same.
     async def aget(self, id: str) -> Task | None:
         return await sync_to_async(self.get)(id)

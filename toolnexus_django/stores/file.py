@@ -15,6 +15,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 try:
@@ -32,6 +33,7 @@ from .base import (
     TerminalTaskError,
     bump_revision,
     same_version,
+    select_waiting,
     state_of,
     task_id_of,
 )
@@ -107,6 +109,20 @@ class FileTaskStore(TaskStore):
             bump_revision(expected, new)
             self._write(tid, new)
             return True
+
+    def waiting_ids(self, expired_by: datetime | None = None) -> list[str]:
+        """Scans every file: fine for the file store's scale; use the django
+        store when thousands of Tasks wait at once."""
+        tasks = []
+        for path in self.dir.glob("*.json"):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    task = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if isinstance(task, dict) and isinstance(task.get("id"), str):
+                tasks.append(task)
+        return select_waiting(tasks, expired_by)
 
     def _write(self, tid: str, task: Task) -> None:
         data = json.dumps(task, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from datetime import datetime
 
 from .base import (
     TERMINAL_STATES,
@@ -12,6 +13,7 @@ from .base import (
     TerminalTaskError,
     bump_revision,
     same_version,
+    select_waiting,
     state_of,
     task_id_of,
 )
@@ -49,6 +51,11 @@ class InMemoryTaskStore(TaskStore):
             bump_revision(expected, new)
             self._tasks[tid] = copy.deepcopy(new)
             return True
+
+    def waiting_ids(self, expired_by: datetime | None = None) -> list[str]:
+        with self._lock:
+            tasks = list(self._tasks.values())
+        return select_waiting(tasks, expired_by)
 
     # Nothing here blocks: no need for a thread hop.
     async def aget(self, id: str) -> Task | None:

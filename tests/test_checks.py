@@ -402,3 +402,34 @@ def test_manage_py_check_subprocess_reports_the_ids(tmp_path: Path) -> None:
     good = check("good_settings")
     assert good.returncode == 0, (good.stdout, good.stderr)
     assert "toolnexus_django." not in good.stdout + good.stderr
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"REVIEW_NOTIFY_EMAILS": "ops@example.com"}, "toolnexus_django.E010"),
+        ({"REVIEW_NOTIFY_EMAILS": ["not-an-address"]}, "toolnexus_django.E010"),
+        ({"REVIEW_BASE_URL": "ops.example.com"}, "toolnexus_django.E010"),
+        ({"EXPIRY_SWEEP_INTERVAL": -1}, "toolnexus_django.E009"),
+        ({"EXPIRY_SWEEP_INTERVAL": "5"}, "toolnexus_django.E009"),
+    ],
+)
+def test_review_settings_are_checked(
+    settings: Any, overrides: dict[str, Any], expected: str
+) -> None:
+    from toolnexus_django.checks import check_settings
+
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, **overrides}
+    assert expected in {m.id for m in check_settings(None)}
+
+
+def test_good_review_settings_pass(settings: Any) -> None:
+    from toolnexus_django.checks import check_settings
+
+    settings.TOOLNEXUS = {
+        **settings.TOOLNEXUS,
+        "REVIEW_NOTIFY_EMAILS": ["ops@example.com"],
+        "REVIEW_BASE_URL": "https://ops.example.com",
+        "EXPIRY_SWEEP_INTERVAL": 0,
+    }
+    assert not [m for m in check_settings(None) if m.id.startswith("toolnexus_django")]

@@ -12,7 +12,8 @@ toolnexus_django.E005    CLIENT["style"] is not "openai" or "anthropic"
 toolnexus_django.E006    AGENT / TOOLKIT / CLIENT has the wrong type
 toolnexus_django.E007    a dotted path (factory, tool, DRF class) does not import
 toolnexus_django.E008    TASK_BACKEND names no backend in settings.TASKS
-toolnexus_django.E009    WORKER_THREADS / RUN_TIMEOUT is not a positive number
+toolnexus_django.E009    WORKER_THREADS / RUN_TIMEOUT / EXPIRY_SWEEP_INTERVAL out of range
+toolnexus_django.E010    REVIEW_NOTIFY_EMAILS / REVIEW_BASE_URL malformed
 toolnexus_django.W001    CLIENT has no base_url or model: runs will fail
 =======================  =====================================================
 """
@@ -73,6 +74,7 @@ def check_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> l
     errors += _check_sections(cfg)
     errors += _check_numbers(cfg)
     errors += _check_task_backend(cfg["TASK_BACKEND"])
+    errors += _check_review(cfg)
     for key in ("AUTHENTICATION_CLASSES", "PERMISSION_CLASSES"):
         value = cfg[key]
         if value is not None and not isinstance(value, (list, tuple)):
@@ -248,6 +250,40 @@ def _check_numbers(cfg: dict[str, Any]) -> list[CheckMessage]:
         errors.append(
             Error(
                 f"{SETTING_NAME}['RUN_TIMEOUT'] must be a positive number of seconds",
+                id=_id("E009"),
+            )
+        )
+    return errors
+
+
+def _check_review(cfg: dict[str, Any]) -> list[CheckMessage]:
+    errors: list[CheckMessage] = []
+    emails = cfg["REVIEW_NOTIFY_EMAILS"]
+    if not isinstance(emails, (list, tuple)) or not all(
+        isinstance(e, str) and "@" in e for e in emails
+    ):
+        errors.append(
+            Error(
+                f"{SETTING_NAME}['REVIEW_NOTIFY_EMAILS'] must be a list of e-mail addresses",
+                id=_id("E010"),
+            )
+        )
+    base = cfg["REVIEW_BASE_URL"]
+    if base is not None and not (
+        isinstance(base, str) and base.startswith(("http://", "https://"))
+    ):
+        errors.append(
+            Error(
+                f"{SETTING_NAME}['REVIEW_BASE_URL'] must be an absolute http(s) URL",
+                hint='For example "https://ops.example.com" (the review links start with it).',
+                id=_id("E010"),
+            )
+        )
+    interval = cfg["EXPIRY_SWEEP_INTERVAL"]
+    if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval < 0:
+        errors.append(
+            Error(
+                f"{SETTING_NAME}['EXPIRY_SWEEP_INTERVAL'] must be a number of seconds >= 0",
                 id=_id("E009"),
             )
         )

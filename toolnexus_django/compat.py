@@ -7,19 +7,30 @@ try:  # Django >= 6.0
     from django.tasks import task, task_backends
     from django.tasks.backends.base import BaseTaskBackend
     from django.tasks.base import Task, TaskError, TaskResult, TaskResultStatus
+    from django.tasks.exceptions import InvalidTaskBackendError
     from django.tasks.signals import task_enqueued, task_finished, task_started
 
     TASKS_MODULE = "django.tasks"
 except ImportError:  # Django 5.2 + django-tasks
-    from django_tasks import task, task_backends  # type: ignore[no-redef]
-    from django_tasks.backends.base import BaseTaskBackend  # type: ignore[no-redef]
-    from django_tasks.base import (  # type: ignore[no-redef]
+    # The two packages are the same API under different names; type checkers
+    # (django-stubs >= 6 ships django.tasks) see them as distinct types.
+    from django_tasks import (  # type: ignore[no-redef, assignment, unused-ignore]
+        task,
+        task_backends,
+    )
+    from django_tasks.backends.base import (  # type: ignore[no-redef, assignment, unused-ignore]
+        BaseTaskBackend,
+    )
+    from django_tasks.base import (  # type: ignore[no-redef, assignment, unused-ignore]
         Task,
         TaskError,
         TaskResult,
         TaskResultStatus,
     )
-    from django_tasks.signals import (  # type: ignore[no-redef]
+    from django_tasks.exceptions import (  # type: ignore[no-redef, assignment, unused-ignore]
+        InvalidTaskBackendError,
+    )
+    from django_tasks.signals import (  # type: ignore[no-redef, assignment, unused-ignore]
         task_enqueued,
         task_finished,
         task_started,
@@ -29,6 +40,7 @@ except ImportError:  # Django 5.2 + django-tasks
 
 __all__ = [
     "TASKS_MODULE",
+    "InvalidTaskBackendError",
     "BaseTaskBackend",
     "Task",
     "TaskError",

@@ -21,6 +21,7 @@ from toolnexus import Answer
 from .a2a import shapes
 from .signals import task_answered
 from .stores import TaskStore, get_task_store
+from .stores.base import request_expiry
 
 logger = logging.getLogger("toolnexus_django.review")
 
@@ -134,17 +135,6 @@ def answer_task(
 # -- expiry ----------------------------------------------------------------------
 
 
-def expires_at(task: dict[str, Any]) -> datetime | None:
-    value = (pending_request(task) or {}).get("expiresAt")
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, timezone.utc)
-
-
 def expire_due(store: TaskStore | None = None, now: datetime | None = None) -> list[str]:
     """Answer every waiting Task whose Request expired with ``ok=False``,
     reason ``expired``; their runs resume with that. Returns their ids."""
@@ -154,7 +144,7 @@ def expire_due(store: TaskStore | None = None, now: datetime | None = None) -> l
     for task_id in store.waiting_ids(expired_by=now):
         task = store.get(task_id)
         pending = pending_request(task or {})
-        deadline = expires_at(task or {})
+        deadline = request_expiry(task)
         if task is None or pending is None or deadline is None or deadline > now:
             continue
         answer = Answer(id=pending["id"], ok=False, reason="expired")

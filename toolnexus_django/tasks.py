@@ -10,8 +10,10 @@ the model run itself is handed to the process's :class:`AgentRuntime`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -19,7 +21,7 @@ from django.db import transaction
 from .a2a import shapes
 from .a2a.dialects import Dialect, render_task
 from .backends import InProcessBackend
-from .compat import task
+from .compat import InvalidTaskBackendError, Task, task
 from .conf import toolnexus_settings
 from .runtime import RunDeadlineExceeded, get_runtime
 from .signals import awaiting_human, run_finished
@@ -30,13 +32,33 @@ logger = logging.getLogger("toolnexus_django.tasks")
 INPROCESS_ALIAS = "toolnexus"
 
 
-@task()
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _LateValidatedTask(Task):  # type: ignore[misc]
+    """A Task whose backend is checked when it is enqueued, not when declared."""
+
+    def __post_init__(self) -> None:
+        pass
+
+
+def job(func: Callable[[str], str]) -> Any:
+    """Declare ``func`` a Django Task on TASK_BACKEND's alias (else "default").
+    ``@task`` checks that alias exists at import time; a project whose TASKS
+    has no such backend still imports — the in-process backend needs none,
+    and a named backend is checked by the system checks (E008)."""
+    alias = toolnexus_settings.TASK_BACKEND or "default"
+    try:
+        return task(backend=alias)(func)
+    except InvalidTaskBackendError:
+        return _LateValidatedTask(func=func, backend=alias)
+
+
+@job
 def fulfil(task_id: str) -> str:
     """Run one submitted Task to completed / failed / input-required."""
     return run_fulfilment(task_id)
 
 
-@task()
+@job
 def resume(task_id: str) -> str:
     """Continue one answered Task from where its run stopped."""
     return run_resume(task_id)

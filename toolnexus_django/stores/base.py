@@ -17,7 +17,7 @@ import asyncio
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 Task = dict[str, Any]
@@ -135,20 +135,28 @@ def task_id_of(task: Any) -> str:
     return tid
 
 
-def pending_expired(task: Task, by: datetime) -> bool:
-    """Whether ``task`` waits on a Request whose expiresAt is at or before ``by``."""
-    from django.utils import timezone
-
-    value = ((task.get(PRIVATE_KEY) or {}).get("pending") or {}).get("expiresAt")
-    if state_of(task) not in AWAITING_HUMAN_STATES or not isinstance(value, str):
-        return False
+def parse_expiry(value: Any) -> datetime | None:
+    """A Request's ``expiresAt`` as an aware datetime; None when absent or
+    unreadable (an unreadable expiry never expires anything). Naive = UTC."""
+    if not isinstance(value, str):
+        return None
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
-        return False
-    if not timezone.is_aware(moment):
-        moment = timezone.make_aware(moment, timezone.utc)
-    return moment <= by
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def request_expiry(task: Task | None) -> datetime | None:
+    """When the pending Request of ``task`` expires, if it says."""
+    pending = ((task or {}).get(PRIVATE_KEY) or {}).get("pending") or {}
+    return parse_expiry(pending.get("expiresAt"))
+
+
+def pending_expired(task: Task, by: datetime) -> bool:
+    """Whether ``task`` waits on a Request whose expiresAt is at or before ``by``."""
+    deadline = request_expiry(task)
+    return state_of(task) in AWAITING_HUMAN_STATES and deadline is not None and deadline <= by
 
 
 def select_waiting(tasks: Iterable[Task], expired_by: datetime | None) -> list[str]:

@@ -17,6 +17,7 @@ from .base import (
     TaskStore,
     TerminalTaskError,
     bump_revision,
+    request_expiry,
     revision_of,
     state_of,
     task_id_of,
@@ -27,19 +28,6 @@ def _valid_id(id: Any) -> bool:
     # PostgreSQL rejects NUL in text, and ids longer than the column cannot
     # exist: both are simply unknown rather than a database error.
     return isinstance(id, str) and 0 < len(id) <= MAX_ID_LENGTH and "\x00" not in id
-
-
-def _expires_at(private: dict[str, Any]) -> datetime | None:
-    """The pending Request's expiresAt, as an aware datetime (None if absent
-    or unreadable — an unreadable expiry never expires anything)."""
-    value = (private.get("pending") or {}).get("expiresAt")
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, timezone.utc)
 
 
 class DjangoTaskStore(TaskStore):
@@ -86,7 +74,7 @@ class DjangoTaskStore(TaskStore):
             "task": {k: v for k, v in task.items() if k != PRIVATE_KEY},
             "private": private,
             "revision": revision_of(task),
-            "expires_at": _expires_at(private),
+            "expires_at": request_expiry(task),
         }
 
     def save(self, task: Task) -> None:

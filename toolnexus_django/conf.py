@@ -77,9 +77,24 @@ DEFAULTS: dict[str, Any] = {
     # the link to its review page starts with (e.g. "https://ops.example.com").
     "REVIEW_NOTIFY_EMAILS": [],
     "REVIEW_BASE_URL": None,
-    # How often, in seconds, a serving process answers expired Requests
-    # (ok=False, reason "expired"); 0 turns the in-process sweep off.
+    # How often, in seconds, a serving process sweeps: answers expired
+    # Requests (ok=False, reason "expired") and recovers Tasks whose worker
+    # died; 0 turns the in-process sweep off (run manage.py toolnexus_sweep).
     "EXPIRY_SWEEP_INTERVAL": 5.0,
+    # A worker's claim on a running Task lasts this many seconds and is
+    # renewed every third of it; a dead worker's Task runs again soon after.
+    "LEASE_SECONDS": 20.0,
+    # Runs started per Task before it ends failed ("the run was interrupted").
+    "MAX_ATTEMPTS": 3,
+    # A submitted Task still not taken after this many seconds is enqueued
+    # again (its enqueue may have been lost with its process).
+    "REQUEUE_AFTER": 60.0,
+    # Conversation memory per contextId: "auto" | "django" | "memory" | None
+    # | a dotted path to a toolnexus ConversationStore.
+    "CONVERSATIONS": "auto",
+    # How long a blocking send (v0.3 blocking, v1.0 returnImmediately=false)
+    # waits for the Task to finish or stop for input, in seconds.
+    "BLOCKING_TIMEOUT": 60.0,
 }
 
 #: Nested dict settings whose missing keys fall back to the defaults above.

@@ -87,6 +87,12 @@ class TaskRecord(models.Model):
     revision = models.PositiveBigIntegerField(_("revision"), default=0)
     #: When the pending Request expires (mirrors _private.pending.expiresAt).
     expires_at = models.DateTimeField(_("request expires"), null=True, blank=True)
+    #: The worker running the Task and until when its claim holds (mirrors
+    #: _private.lease); an expired lease means the worker died.
+    lease_owner = models.CharField(_("held by"), max_length=255, blank=True, default="")
+    lease_expires_at = models.DateTimeField(_("lease expires"), null=True, blank=True)
+    #: How many times a run of this Task was started (mirrors _private.attempts).
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
@@ -112,6 +118,17 @@ class TaskRecord(models.Model):
             # All Tasks of one conversation.
             models.Index(fields=["context_id"], name="tnx_task_context"),
             models.Index(fields=["-created_at"], name="tnx_task_created"),
+            # Recovery: working Tasks by lease deadline, submitted ones by age.
+            models.Index(
+                fields=["lease_expires_at"],
+                name="tnx_task_lease",
+                condition=models.Q(state__in=["working"]),
+            ),
+            models.Index(
+                fields=["updated_at"],
+                name="tnx_task_submitted",
+                condition=models.Q(state__in=["submitted"]),
+            ),
             # The expiry sweep: only waiting Tasks with a deadline are indexed.
             models.Index(
                 fields=["expires_at"],
@@ -128,6 +145,22 @@ class TaskRecord(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.state in TERMINAL_STATES
+
+
+class Conversation(models.Model):
+    """The transcript of one A2A conversation (``contextId``), so an agent
+    remembers earlier turns across restarts and processes."""
+
+    context_id = models.CharField(_("context id"), max_length=255, primary_key=True)
+    messages = models.JSONField(_("messages"), default=list, encoder=NulSafeJSONEncoder)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("conversation")
+        verbose_name_plural = _("conversations")
+
+    def __str__(self) -> str:
+        return self.context_id
 
 
 class AwaitingHumanManager(models.Manager["AwaitingHumanTask"]):

@@ -199,6 +199,7 @@ async def continue_run(
     style: str,
     request: Request,
     answer: Answer,
+    handle: Any = None,
 ) -> toolnexus.RunResult:
     """Resume a suspended run with ``answer``; returns the new ``RunResult``
     (done, pending again, or incomplete). Runs on the runtime's loop."""
@@ -232,7 +233,8 @@ async def continue_run(
         _append(messages, style, _result_entry(style, call, later))
 
     # The prompt is never sent: the first turn's messages are replaced.
-    return await _continuing_client(client, messages).run("", toolkit)
+    cancel = handle.token() if handle is not None else None
+    return await _continuing_client(client, messages).run("", toolkit, cancel=cancel)
 
 
 def _placeholder(request: Request) -> ToolResult:

@@ -108,6 +108,35 @@ def build_client(setting: Any = None) -> toolnexus.Client:
     return toolnexus.create_client(**options)
 
 
+class RunHandle:
+    """Lets another thread stop one run: toolnexus runs take an
+    ``asyncio.Event`` as their cancel token, which must be made (and set) on
+    the runtime's loop."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._event: asyncio.Event | None = None
+        self.cancelled = False
+
+    def token(self) -> asyncio.Event:
+        """The run's cancel token (call on the runtime's loop)."""
+        with self._lock:
+            if self._event is None:
+                self._loop = asyncio.get_running_loop()
+                self._event = asyncio.Event()
+                if self.cancelled:
+                    self._event.set()
+            return self._event
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            loop, event = self._loop, self._event
+        if loop is not None and event is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(event.set)
+
+
 class RunDeadlineExceeded(Exception):
     """A run outlived the ``timeout`` its caller allowed (``RUN_TIMEOUT``)."""
 
@@ -221,10 +250,18 @@ class AgentRuntime:
         *,
         history: list[dict[str, Any]] | None = None,
         timeout: float | None = None,
+        handle: RunHandle | None = None,
     ) -> toolnexus.RunResult:
-        """One agent run of ``text`` through the client loop with the toolkit."""
-        assert self.client is not None
-        return self.call(self.client.run(text, self.toolkit, history=history), timeout)
+        """One agent run of ``text`` through the client loop with the toolkit;
+        ``handle`` can stop it from another thread."""
+        client, toolkit = self.client, self.toolkit
+        assert client is not None
+
+        async def run() -> toolnexus.RunResult:
+            cancel = handle.token() if handle is not None else None
+            return await client.run(text, toolkit, history=history, cancel=cancel)
+
+        return self.call(run(), timeout)
 
 
 _lock = threading.Lock()

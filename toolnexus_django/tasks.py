@@ -18,12 +18,15 @@ from typing import Any
 
 from django.db import transaction
 
+from . import conversations
 from .a2a import shapes
 from .a2a.dialects import Dialect, render_task
 from .backends import InProcessBackend
 from .compat import InvalidTaskBackendError, Task, task
 from .conf import toolnexus_settings
-from .runtime import RunDeadlineExceeded, get_runtime
+from .conversations import get_conversation_store
+from .leases import RunningRun, keeper, new_lease
+from .runtime import RunDeadlineExceeded, RunHandle, get_runtime
 from .signals import awaiting_human, run_finished
 from .stores import PRIVATE_KEY, DjangoTaskStore, TaskStore, get_task_store
 
@@ -64,6 +67,44 @@ def resume(task_id: str) -> str:
     return run_resume(task_id)
 
 
+def _claim(store: TaskStore, task: dict[str, Any], move: Any = None) -> dict[str, Any] | None:
+    """Take ``task`` for a run in this process: ``working`` with this worker's
+    lease and one more attempt, by compare-and-set (so one worker wins)."""
+    claimed = shapes.with_status(task, "working")
+    section = shapes.private(claimed)
+    section["lease"] = new_lease()
+    section["attempts"] = int(section.get("attempts") or 0) + 1
+    if move is not None:
+        move(section)
+    return claimed if store.compare_and_set(task, claimed) else None
+
+
+def _run_claimed(
+    store: TaskStore, claimed: dict[str, Any], work: Any, *, remember_as: str | None
+) -> str:
+    """Run ``work(handle)`` for a claimed Task with its lease kept alive, then
+    settle the outcome (unless the Task changed meanwhile — a cancel stands)."""
+    handle = RunHandle()
+    run = RunningRun(store, claimed, handle)
+    keeper().add(run)
+    result: Any = None
+    try:
+        result, style = work(handle)
+        final = settle(claimed, result, style=style)
+    except Exception as exc:
+        logger.info("Task %s: run failed: %s", claimed["id"], exc, exc_info=True)
+        final = shapes.failed(claimed, describe_failure(exc))
+    finally:
+        keeper().remove(run)
+    state = finish(run, final, result)
+    if state == "completed" and result is not None and remember_as:
+        try:
+            conversations.remember(get_conversation_store(), remember_as, result.messages)
+        except Exception:  # memory is a convenience: never fail a finished Task over it
+            logger.exception("Task %s: saving the conversation failed", claimed["id"])
+    return state
+
+
 def run_fulfilment(task_id: str, store: TaskStore | None = None) -> str:
     """Run the Task ``task_id``; returns the state it ended in. Never raises for
     a run that fails: the failure is recorded on the Task."""
@@ -76,23 +117,24 @@ def run_fulfilment(task_id: str, store: TaskStore | None = None) -> str:
     if state != "submitted":
         logger.info("Task %s is %s, not submitted: nothing to run", task_id, state)
         return state
-
-    working = shapes.with_status(task, "working")
-    if not store.compare_and_set(task, working):
+    claimed = _claim(store, task)
+    if claimed is None:
         logger.info("Task %s was taken by another worker", task_id)
         return shapes.state_of(store.get(task_id))
-    logger.info("Task %s: submitted -> working", task_id)
+    logger.info("Task %s: submitted -> working (attempt %s)", task_id, _attempts(claimed))
 
-    text = str((working.get(PRIVATE_KEY) or {}).get("input", {}).get("text") or "")
-    result: Any = None
-    try:
+    context_id = claimed.get("contextId")
+    text = str((claimed.get(PRIVATE_KEY) or {}).get("input", {}).get("text") or "")
+
+    def work(handle: RunHandle) -> tuple[Any, str]:
         runtime = get_runtime()
-        result = runtime.run(text, timeout=toolnexus_settings.RUN_TIMEOUT)
-        final = settle(working, result, style=getattr(runtime.client, "style", "openai"))
-    except Exception as exc:
-        logger.info("Task %s: run failed: %s", task_id, exc, exc_info=True)
-        final = shapes.failed(working, describe_failure(exc))
-    return finish(store, working, final, result)
+        history = conversations.load(get_conversation_store(), context_id)
+        result = runtime.run(
+            text, history=history, timeout=toolnexus_settings.RUN_TIMEOUT, handle=handle
+        )
+        return result, getattr(runtime.client, "style", "openai")
+
+    return _run_claimed(store, claimed, work, remember_as=context_id)
 
 
 def run_resume(task_id: str, store: TaskStore | None = None) -> str:
@@ -108,16 +150,14 @@ def run_resume(task_id: str, store: TaskStore | None = None) -> str:
     if task is None or shapes.state_of(task) != "working" or "answer" not in section:
         logger.info("Task %s has no answer waiting to be resumed", task_id)
         return shapes.state_of(task) if task else "missing"
-    claimed = shapes.with_status(task, "working")
-    claimed_section = shapes.private(claimed)
-    claimed_section["resuming"] = claimed_section.pop("answer")
-    if not store.compare_and_set(task, claimed):
+    claimed = _claim(store, task, move=lambda s: s.__setitem__("resuming", s.pop("answer")))
+    if claimed is None:
         logger.info("Task %s is being resumed by another worker", task_id)
         return shapes.state_of(store.get(task_id))
     logger.info("Task %s: resuming after an answer", task_id)
+    claimed_section = shapes.private(claimed)
 
-    result: Any = None
-    try:
+    def work(handle: RunHandle) -> tuple[Any, str]:
         answer = Answer(**claimed_section["resuming"])
         request = Request(**claimed_section["pending"])
         style = str(claimed_section.get("style") or "openai")
@@ -131,30 +171,35 @@ def run_resume(task_id: str, store: TaskStore | None = None) -> str:
                 style=style,
                 request=request,
                 answer=answer,
+                handle=handle,
             ),
             timeout=toolnexus_settings.RUN_TIMEOUT,
         )
-        final = settle(claimed, result, style=style)
-    except Exception as exc:
-        logger.info("Task %s: resume failed: %s", task_id, exc, exc_info=True)
-        final = shapes.failed(claimed, describe_failure(exc))
-    return finish(store, claimed, final, result)
+        return result, style
+
+    return _run_claimed(store, claimed, work, remember_as=claimed.get("contextId"))
 
 
-def finish(store: TaskStore, working: dict[str, Any], final: dict[str, Any], result: Any) -> str:
-    """Move ``working`` to its outcome ``final`` (guarded: if the Task changed
-    meanwhile — canceled, say — that change stands) and announce it."""
-    task_id = working["id"]
+def _attempts(task: dict[str, Any]) -> int:
+    return int((task.get(PRIVATE_KEY) or {}).get("attempts") or 0)
+
+
+def finish(run: RunningRun, final: dict[str, Any], result: Any) -> str:
+    """Move the run's Task to its outcome ``final`` (guarded: if the Task
+    changed meanwhile — canceled, say — that change stands) and announce it."""
+    task_id = run.task_id
+    shapes.private(final).pop("lease", None)
     try:
-        won = store.compare_and_set(working, final)
+        won = run.settle(final)
     except Exception as exc:
         # The outcome could not be written (too large, database down...):
         # record that instead, so the Task is never left working.
         logger.exception("Task %s: saving its outcome failed", task_id)
-        final = shapes.failed(working, f"The outcome could not be saved: {exc}")
-        won = store.compare_and_set(working, final)
+        final = shapes.failed(run.version, f"The outcome could not be saved: {exc}")
+        shapes.private(final).pop("lease", None)
+        won = run.settle(final)
     if not won:
-        current = shapes.state_of(store.get(task_id))
+        current = shapes.state_of(run.store.get(task_id))
         logger.info("Task %s changed while it ran (now %s): outcome dropped", task_id, current)
         return current
     logger.info("Task %s: working -> %s", task_id, shapes.state_of(final))

@@ -17,6 +17,7 @@ from .base import (
     TaskStore,
     TerminalTaskError,
     bump_revision,
+    parse_expiry,
     request_expiry,
     revision_of,
     state_of,
@@ -67,6 +68,7 @@ class DjangoTaskStore(TaskStore):
 
     def _columns(self, task: Task) -> dict[str, Any]:
         private = task.get(PRIVATE_KEY) or {}
+        lease = private.get("lease") or {}
         return {
             "context_id": str(task.get("contextId") or "")[:MAX_ID_LENGTH],
             "state": state_of(task) or "submitted",
@@ -75,6 +77,9 @@ class DjangoTaskStore(TaskStore):
             "private": private,
             "revision": revision_of(task),
             "expires_at": request_expiry(task),
+            "lease_owner": str(lease.get("owner") or "")[:255],
+            "lease_expires_at": parse_expiry(lease.get("until")),
+            "attempts": int(private.get("attempts") or 0),
         }
 
     def save(self, task: Task) -> None:

@@ -1,0 +1,172 @@
+"""Leases: which worker runs a Task, and until when that claim holds.
+
+A worker that takes a Task writes ``_private.lease = {"owner", "until"}`` in
+the same compare-and-set that moves it to ``working``. While the run is alive
+this process's :class:`LeaseKeeper` renews the lease every third of its
+length (again by compare-and-set, so the run always holds the latest version
+of its Task). If the Task changed under it — canceled, or taken over by
+another worker after a stall — the renewal fails and the run is stopped.
+
+A worker that dies stops renewing; once its lease has expired the recovery
+sweep (:mod:`toolnexus_django.recovery`) gives the Task to a live worker.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import socket
+import threading
+from datetime import timedelta
+from typing import Any
+
+from django.db import close_old_connections
+from django.utils import timezone
+
+from .a2a import shapes
+from .conf import toolnexus_settings
+from .runtime import RunHandle
+from .stores import TaskStore
+from .stores.base import parse_expiry
+
+logger = logging.getLogger("toolnexus_django.leases")
+
+
+def worker_id() -> str:
+    """Who holds a lease: host and process (stable for the life of the process)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def lease_seconds() -> float:
+    return float(toolnexus_settings.LEASE_SECONDS)
+
+
+def new_lease() -> dict[str, str]:
+    until = timezone.now() + timedelta(seconds=lease_seconds())
+    return {"owner": worker_id(), "until": until.isoformat()}
+
+
+def lease_of(task: dict[str, Any]) -> dict[str, Any]:
+    return (task.get(shapes.PRIVATE_KEY) or {}).get("lease") or {}
+
+
+def lease_expired(task: dict[str, Any], now: Any = None) -> bool:
+    """Whether a ``working`` Task's claim has lapsed (its worker stopped
+    renewing). A working Task with no lease at all counts from its last
+    status change."""
+    now = now or timezone.now()
+    until = parse_expiry(lease_of(task).get("until"))
+    if until is None:
+        since = parse_expiry((task.get("status") or {}).get("timestamp"))
+        if since is None:
+            return True
+        until = since + timedelta(seconds=lease_seconds())
+    return until <= now
+
+
+class RunningRun:
+    """A run in this process: its latest stored version and a way to stop it."""
+
+    def __init__(self, store: TaskStore, version: dict[str, Any], handle: RunHandle) -> None:
+        self.store = store
+        self.version = version
+        self.handle = handle
+        self.lock = threading.Lock()
+        self.lost = False
+
+    @property
+    def task_id(self) -> str:
+        return str(self.version["id"])
+
+    def renew(self) -> bool:
+        """Extend the lease; stop the run if the Task is no longer ours."""
+        with self.lock:
+            if self.lost:
+                return False
+            renewed = copy.deepcopy(self.version)
+            shapes.private(renewed)["lease"] = new_lease()
+            try:
+                won = self.store.compare_and_set(self.version, renewed)
+            except Exception:  # a database hiccup: try again next beat
+                logger.warning("Task %s: lease renewal failed", self.task_id, exc_info=True)
+                return True
+            if won:
+                self.version = renewed
+                return True
+            self.lost = True
+        current = self.store.get(self.task_id)
+        logger.info(
+            "Task %s changed under its run (now %s): stopping the run",
+            self.task_id,
+            shapes.state_of(current) or "gone",
+        )
+        self.handle.cancel()
+        return False
+
+    def settle(self, final: dict[str, Any]) -> bool:
+        """Move the Task from the run's latest version to ``final``."""
+        with self.lock:
+            if self.lost:
+                return False
+            return self.store.compare_and_set(self.version, final)
+
+
+class LeaseKeeper:
+    """One per process: renews the leases of every run in it."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, RunningRun] = {}
+        self.pid = os.getpid()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, run: RunningRun) -> None:
+        with self._lock:
+            self.runs[run.task_id] = run
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="toolnexus-leases", daemon=True
+                )
+                self._thread.start()
+
+    def remove(self, run: RunningRun) -> None:
+        with self._lock:
+            if self.runs.get(run.task_id) is run:
+                del self.runs[run.task_id]
+
+    def get(self, task_id: str) -> RunningRun | None:
+        with self._lock:
+            return self.runs.get(task_id)
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait(max(0.05, lease_seconds() / 3))
+            self._wake.clear()
+            with self._lock:
+                runs = list(self.runs.values())
+            if not runs:
+                continue
+            close_old_connections()
+            try:
+                for run in runs:
+                    run.renew()
+            finally:
+                close_old_connections()
+
+
+_keeper_lock = threading.Lock()
+_keeper: LeaseKeeper | None = None
+
+
+def keeper() -> LeaseKeeper:
+    """This process's lease keeper (a new one after a fork)."""
+    global _keeper
+    current = _keeper
+    if current is None or current.pid != os.getpid():
+        with _keeper_lock:
+            if _keeper is None or _keeper.pid != os.getpid():
+                _keeper = LeaseKeeper()
+            current = _keeper
+    return current

@@ -282,19 +282,19 @@ def test_the_expiry_command_and_sweeper(rpc: RpcClient, configure: Any, fake_llm
 
     from django.core.management import call_command
 
-    from toolnexus_django.expiry import ExpirySweeper
+    from toolnexus_django.housekeeping import Housekeeper
 
     configure(fake_llm, TOOLKIT=tools.toolkit_setting())
     fake_llm.on("one", ToolCall("expiring", {"seconds": -1}), Text("swept"))
     fake_llm.on("two", ToolCall("expiring", {"seconds": 0.5}), Text("swept by the thread"))
     by_command = suspend(rpc, fake_llm, "one")
     out = StringIO()
-    call_command("toolnexus_expire", stdout=out)
-    assert f"1 expired request(s) answered\n  {by_command['id']}" in out.getvalue()
+    call_command("toolnexus_sweep", stdout=out)
+    assert f"expired: 1\n  {by_command['id']}\n" in out.getvalue()
     assert rpc.wait(by_command["id"])["status"]["state"] == "completed"
 
     by_thread = suspend(rpc, fake_llm, "two")
-    sweeper = ExpirySweeper(interval=0.1).start()
+    sweeper = Housekeeper(interval=0.1).start()
     try:
         done = rpc.wait(by_thread["id"], states=("completed",), timeout=20)
     finally:

@@ -18,6 +18,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -28,7 +29,7 @@ from .a2a import shapes
 from .conf import toolnexus_settings
 from .runtime import RunHandle
 from .stores import TaskStore
-from .stores.base import parse_expiry
+from .stores.base import parse_instant
 
 logger = logging.getLogger("toolnexus_django.leases")
 
@@ -56,9 +57,9 @@ def lease_expired(task: dict[str, Any], now: Any = None) -> bool:
     renewing). A working Task with no lease at all counts from its last
     status change."""
     now = now or timezone.now()
-    until = parse_expiry(lease_of(task).get("until"))
+    until = parse_instant(lease_of(task).get("until"))
     if until is None:
-        since = parse_expiry((task.get("status") or {}).get("timestamp"))
+        since = parse_instant((task.get("status") or {}).get("timestamp"))
         if since is None:
             return True
         until = since + timedelta(seconds=lease_seconds())
@@ -74,6 +75,7 @@ class RunningRun:
         self.handle = handle
         self.lock = threading.Lock()
         self.lost = False
+        self.due = time.monotonic() + lease_seconds() / 3
 
     @property
     def task_id(self) -> str:
@@ -93,6 +95,7 @@ class RunningRun:
                 return True
             if won:
                 self.version = renewed
+                self.due = time.monotonic() + lease_seconds() / 3
                 return True
             self.lost = True
         current = self.store.get(self.task_id)
@@ -119,13 +122,13 @@ class LeaseKeeper:
         self.runs: dict[str, RunningRun] = {}
         self.pid = os.getpid()
         self._lock = threading.Lock()
-        self._wake = threading.Event()
+        self._wake = threading.Event()  # lets a future stop() end the loop at once
         self._thread: threading.Thread | None = None
 
     def add(self, run: RunningRun) -> None:
         with self._lock:
             self.runs[run.task_id] = run
-            if self._thread is None:
+            if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._loop, name="toolnexus-leases", daemon=True
                 )
@@ -142,16 +145,20 @@ class LeaseKeeper:
 
     def _loop(self) -> None:
         while True:
-            self._wake.wait(max(0.05, lease_seconds() / 3))
-            self._wake.clear()
+            # Tick often enough for the shortest lease; renew only what is due.
+            self._wake.wait(min(1.0, max(0.02, lease_seconds() / 6)))
+            now = time.monotonic()
             with self._lock:
-                runs = list(self.runs.values())
+                runs = [run for run in self.runs.values() if run.due <= now]
             if not runs:
                 continue
             close_old_connections()
             try:
                 for run in runs:
-                    run.renew()
+                    try:
+                        run.renew()
+                    except Exception:  # one bad renewal must not stop the others
+                        logger.exception("Task %s: lease renewal failed", run.task_id)
             finally:
                 close_old_connections()
 

@@ -106,6 +106,16 @@ class TaskStore(ABC):
         no part in expiry."""
         return ()
 
+    def stale_ids(
+        self, now: datetime, *, submitted_before: datetime, unleased_before: datetime
+    ) -> Iterable[str]:
+        """Ids of Tasks a worker should look at again: ``working`` ones whose
+        lease expired by ``now`` (or that have none and last moved before
+        ``unleased_before``), and ``submitted`` ones not taken since
+        ``submitted_before``. Used by recovery; a custom store that does not
+        implement it takes no part in recovery."""
+        return ()
+
     def _transition_lock(self) -> threading.Lock:
         lock: threading.Lock | None = self.__dict__.get("_cas_lock")
         if lock is None:
@@ -135,9 +145,10 @@ def task_id_of(task: Any) -> str:
     return tid
 
 
-def parse_expiry(value: Any) -> datetime | None:
-    """A Request's ``expiresAt`` as an aware datetime; None when absent or
-    unreadable (an unreadable expiry never expires anything). Naive = UTC."""
+def parse_instant(value: Any) -> datetime | None:
+    """An ISO 8601 instant (a Request's expiresAt, a lease's until, a status
+    timestamp) as an aware datetime; None when absent or unreadable — so an
+    unreadable expiry never expires anything. Naive means UTC."""
     if not isinstance(value, str):
         return None
     try:
@@ -150,13 +161,36 @@ def parse_expiry(value: Any) -> datetime | None:
 def request_expiry(task: Task | None) -> datetime | None:
     """When the pending Request of ``task`` expires, if it says."""
     pending = ((task or {}).get(PRIVATE_KEY) or {}).get("pending") or {}
-    return parse_expiry(pending.get("expiresAt"))
+    return parse_instant(pending.get("expiresAt"))
 
 
 def pending_expired(task: Task, by: datetime) -> bool:
     """Whether ``task`` waits on a Request whose expiresAt is at or before ``by``."""
     deadline = request_expiry(task)
     return state_of(task) in AWAITING_HUMAN_STATES and deadline is not None and deadline <= by
+
+
+def _moved_at(task: Task) -> datetime | None:
+    return parse_instant((task.get("status") or {}).get("timestamp"))
+
+
+def select_stale(
+    tasks: Iterable[Task], now: datetime, submitted_before: datetime, unleased_before: datetime
+) -> list[str]:
+    stale = []
+    for task in tasks:
+        state = state_of(task)
+        moved = _moved_at(task)
+        if state == "submitted":
+            if moved is None or moved <= submitted_before:
+                stale.append(task["id"])
+        elif state == "working":
+            until = parse_instant(((task.get(PRIVATE_KEY) or {}).get("lease") or {}).get("until"))
+            if (until is not None and until <= now) or (
+                until is None and (moved is None or moved <= unleased_before)
+            ):
+                stale.append(task["id"])
+    return stale
 
 
 def select_waiting(tasks: Iterable[Task], expired_by: datetime | None) -> list[str]:

@@ -17,7 +17,7 @@ from .base import (
     TaskStore,
     TerminalTaskError,
     bump_revision,
-    parse_expiry,
+    parse_instant,
     request_expiry,
     revision_of,
     state_of,
@@ -78,7 +78,7 @@ class DjangoTaskStore(TaskStore):
             "revision": revision_of(task),
             "expires_at": request_expiry(task),
             "lease_owner": str(lease.get("owner") or "")[:255],
-            "lease_expires_at": parse_expiry(lease.get("until")),
+            "lease_expires_at": parse_instant(lease.get("until")),
             "attempts": int(private.get("attempts") or 0),
         }
 
@@ -131,6 +131,18 @@ class DjangoTaskStore(TaskStore):
         if expired_by is not None:
             rows = rows.filter(expires_at__lte=expired_by)
         return list(rows.order_by("expires_at").values_list("id", flat=True)[:1000])
+
+    def stale_ids(
+        self, now: datetime, *, submitted_before: datetime, unleased_before: datetime
+    ) -> list[str]:
+        from django.db.models import Q
+
+        rows = self.model.objects.using(self.using).filter(
+            Q(state="working", lease_expires_at__lte=now)
+            | Q(state="working", lease_expires_at__isnull=True, updated_at__lte=unleased_before)
+            | Q(state="submitted", updated_at__lte=submitted_before)
+        )
+        return list(rows.order_by("updated_at").values_list("id", flat=True)[:1000])
 
     # The ORM's own async methods use thread-sensitive sync_to_async: do the same.
     async def aget(self, id: str) -> Task | None:

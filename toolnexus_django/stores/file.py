@@ -33,6 +33,7 @@ from .base import (
     TerminalTaskError,
     bump_revision,
     same_version,
+    select_stale,
     select_waiting,
     state_of,
     task_id_of,
@@ -110,9 +111,9 @@ class FileTaskStore(TaskStore):
             self._write(tid, new)
             return True
 
-    def waiting_ids(self, expired_by: datetime | None = None) -> list[str]:
-        """Scans every file: fine for the file store's scale; use the django
-        store when thousands of Tasks wait at once."""
+    def _all(self) -> list[Task]:
+        # Sweeps scan every file: fine for the file store's scale; use the
+        # django store when thousands of Tasks are in flight at once.
         tasks = []
         for path in self.dir.glob("*.json"):
             try:
@@ -122,7 +123,15 @@ class FileTaskStore(TaskStore):
                 continue
             if isinstance(task, dict) and isinstance(task.get("id"), str):
                 tasks.append(task)
-        return select_waiting(tasks, expired_by)
+        return tasks
+
+    def waiting_ids(self, expired_by: datetime | None = None) -> list[str]:
+        return select_waiting(self._all(), expired_by)
+
+    def stale_ids(
+        self, now: datetime, *, submitted_before: datetime, unleased_before: datetime
+    ) -> list[str]:
+        return select_stale(self._all(), now, submitted_before, unleased_before)
 
     def _write(self, tid: str, task: Task) -> None:
         data = json.dumps(task, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

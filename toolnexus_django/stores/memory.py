@@ -13,6 +13,7 @@ from .base import (
     TerminalTaskError,
     bump_revision,
     same_version,
+    select_stale,
     select_waiting,
     state_of,
     task_id_of,
@@ -56,6 +57,13 @@ class InMemoryTaskStore(TaskStore):
         with self._lock:
             tasks = list(self._tasks.values())
         return select_waiting(tasks, expired_by)
+
+    def stale_ids(
+        self, now: datetime, *, submitted_before: datetime, unleased_before: datetime
+    ) -> list[str]:
+        with self._lock:
+            tasks = list(self._tasks.values())
+        return select_stale(tasks, now, submitted_before, unleased_before)
 
     # Nothing here blocks: no need for a thread hop.
     async def aget(self, id: str) -> Task | None:

@@ -1,0 +1,227 @@
+"""Leases, recovery, cancel and conversation memory, in one process.
+(Crashes of whole server processes: tests/test_crash.py.)"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from tests.conftest import RpcClient, wait_until
+from tests.fakes import FakeLLM, Hang, Text, ToolCall
+from toolnexus_django.a2a import shapes
+from toolnexus_django.cancellation import NotCancelable, cancel_task
+from toolnexus_django.models import TaskRecord
+from toolnexus_django.recovery import interrupted_message, recover
+from toolnexus_django.runtime import shutdown_runtime
+from toolnexus_django.stores import get_task_store
+from toolnexus_django.stores.base import revision_of
+from toolnexus_django.tasks import close_inprocess_backend
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def orphan(state: str, *, attempts: int = 1, lease_age: float = 60, text: str = "orphaned") -> dict:
+    """A Task as a dead worker left it: in ``state``, its lease long expired."""
+    message = {"role": "user", "parts": [{"kind": "text", "text": text}]}
+    task = shapes.new_task(message, text=text, owner=None)
+    left = shapes.with_status(task, state)
+    past = timezone.now() - timedelta(seconds=lease_age)
+    left["status"]["timestamp"] = past.isoformat().replace("+00:00", "Z")
+    section = shapes.private(left)
+    section["attempts"] = attempts
+    if state == "working":
+        section["lease"] = {"owner": "dead-host:1", "until": past.isoformat()}
+    get_task_store().save(left)
+    # The row's own clock too (the django store sweeps by updated_at).
+    TaskRecord.objects.filter(pk=left["id"]).update(updated_at=past)
+    return left
+
+
+def test_a_dead_workers_task_runs_again(rpc: RpcClient, configure: Any, fake_llm: FakeLLM) -> None:
+    configure(fake_llm)
+    fake_llm.default = Text("finished by a live worker")
+    left = orphan("working", attempts=1)
+    assert recover() == {"requeued": [left["id"]], "resumed": [], "failed": []}
+    done = rpc.wait(left["id"])
+    assert done["status"]["state"] == "completed"
+    assert done["artifacts"][0]["parts"][0]["text"] == "finished by a live worker"
+    stored = get_task_store().get(left["id"])
+    assert stored["_private"]["attempts"] == 2
+    assert "lease" not in stored["_private"]
+
+
+def test_attempts_exhausted_ends_failed_with_the_interruption(
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm, MAX_ATTEMPTS=3)
+    left = orphan("working", attempts=3)
+    assert recover()["failed"] == [left["id"]]
+    failed = rpc.get(left["id"])["result"]
+    assert failed["status"]["state"] == "failed"
+    assert failed["status"]["message"]["parts"][0]["text"] == interrupted_message(3)
+    assert "interrupted" in interrupted_message(3)
+    assert fake_llm.requests == []
+
+
+def test_a_lost_enqueue_is_redone(rpc: RpcClient, configure: Any, fake_llm: FakeLLM) -> None:
+    configure(fake_llm, REQUEUE_AFTER=30)
+    fake_llm.default = Text("picked up")
+    lost = orphan("submitted", attempts=0, lease_age=120)
+    fresh = orphan("submitted", attempts=0, lease_age=1, text="just sent")
+    assert recover()["requeued"] == [lost["id"]]
+    assert rpc.wait(lost["id"])["status"]["state"] == "completed"
+    assert close_inprocess_backend(timeout=15)
+    # Enqueued twice (recovery + the original) still runs once.
+    recover_again = recover()
+    assert lost["id"] not in recover_again["requeued"]
+    assert rpc.get(fresh["id"])["result"]["status"]["state"] == "submitted"
+    assert len(fake_llm.requests) == 1
+
+
+def test_waiting_tasks_hold_no_lease_and_are_left_alone(
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm)
+    fake_llm.push(ToolCall("file_expense", {"amount": 1, "description": "pen"}))
+    task = rpc.send("expense 1 for a pen")
+    rpc.wait(task["id"])
+    stored = get_task_store().get(task["id"])
+    assert "lease" not in stored["_private"]
+    later = timezone.now() + timedelta(days=30)
+    assert recover(now=later) == {"requeued": [], "resumed": [], "failed": []}
+
+
+def test_an_answered_task_whose_resumer_died_is_resumed_again(
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM
+) -> None:
+    from toolnexus import Answer
+
+    from toolnexus_django.review import answer_task
+
+    configure(fake_llm)
+    fake_llm.push(
+        ToolCall("file_expense", {"amount": 3, "description": "tea"}), Text("resumed twice")
+    )
+    task = rpc.send("expense 3 for tea")
+    rpc.wait(task["id"])
+    store = get_task_store()
+    request_id = store.get(task["id"])["_private"]["pending"]["id"]
+    # The answer lands while no worker runs: the resume is enqueued then lost.
+    configure(fake_llm, TASK_BACKEND=None, WORKER_THREADS=1)
+    close_inprocess_backend(timeout=15)
+    from toolnexus_django import tasks
+
+    enqueued: list[str] = []
+    original = tasks.schedule_resume
+    tasks.schedule_resume = lambda task_id, store=None: enqueued.append(task_id)  # type: ignore[assignment]
+    try:
+        answer_task(task["id"], Answer(id=request_id, ok=True), decision="approve")
+    finally:
+        tasks.schedule_resume = original
+    assert enqueued == [task["id"]]
+    later = timezone.now() + timedelta(minutes=5)
+    assert recover(now=later)["resumed"] == [task["id"]]
+    done = rpc.wait(task["id"])
+    assert done["artifacts"][0]["parts"][0]["text"] == "resumed twice"
+
+
+def test_lease_renewal_keeps_a_long_run_alive(
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm, LEASE_SECONDS=0.6)
+    fake_llm.push(Hang(max_seconds=30, then=Text("slow but fine")))
+    task = rpc.send("take your time")
+    fake_llm.wait_held(1)
+    store = get_task_store()
+    first = revision_of(store.get(task["id"]))
+    # Several renewals happen while the model holds its answer...
+    wait_until(lambda: revision_of(store.get(task["id"])) >= first + 3, timeout=10, what="renewals")
+    # ...so recovery, running meanwhile, finds nothing stale.
+    assert recover() == {"requeued": [], "resumed": [], "failed": []}
+    fake_llm.release()
+    done = rpc.wait(task["id"])
+    assert done["artifacts"][0]["parts"][0]["text"] == "slow but fine"
+    assert store.get(task["id"])["_private"]["attempts"] == 1
+
+
+# -- cancel -----------------------------------------------------------------------
+
+
+def test_cancel_stops_a_running_run_and_it_never_completes(
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM
+) -> None:
+    from toolnexus_django.signals import run_finished
+
+    configure(fake_llm)
+    fake_llm.push(Hang(max_seconds=30, then=Text("too late")))
+    task = rpc.send("long job")
+    fake_llm.wait_held(1)
+    finished: list[str] = []
+    run_finished.connect(lambda sender, **kw: finished.append(kw["state"]), weak=False)
+    canceled = cancel_task(task["id"], actor="ops")
+    assert canceled["status"]["state"] == "canceled"
+    # The run stops at once (its cancel token), before the model answers.
+    assert close_inprocess_backend(timeout=15)
+    fake_llm.release()
+    assert rpc.get(task["id"])["result"]["status"]["state"] == "canceled"
+    assert finished == []
+    audit = get_task_store().get(task["id"])["_private"]["audit"]
+    assert (audit[-1]["decision"], audit[-1]["actor"], audit[-1]["from"]) == (
+        "cancel",
+        "ops",
+        "working",
+    )
+    run_finished.receivers.clear()
+
+
+def test_cancel_a_waiting_task_and_a_finished_one(
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm)
+    fake_llm.on("waits", ToolCall("file_expense", {"amount": 2, "description": "map"}), Text("no"))
+    fake_llm.on("done", Text("finished"))
+    waiting = rpc.wait(rpc.send("waits")["id"])
+    done = rpc.wait(rpc.send("done")["id"])
+
+    assert cancel_task(waiting["id"])["status"]["state"] == "canceled"
+    assert close_inprocess_backend(timeout=15)
+    assert len(fake_llm.requests_for("waits")) == 1, "a canceled wait never resumes"
+    with pytest.raises(NotCancelable):
+        cancel_task(done["id"])
+    with pytest.raises(NotCancelable):
+        cancel_task(waiting["id"])
+    assert rpc.get(done["id"])["result"]["status"]["state"] == "completed"
+
+
+# -- conversations ---------------------------------------------------------------
+
+
+def test_a_conversation_remembers_earlier_turns_across_a_restart(
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm)
+    fake_llm.push(Text("Nice to meet you, Ada."), Text("Your name is Ada."))
+    first = rpc.send("My name is Ada.", contextId="ctx-ada")
+    assert first["contextId"] == "ctx-ada"
+    rpc.wait(first["id"])
+    assert close_inprocess_backend(timeout=15)
+    shutdown_runtime()  # a restart: nothing of the first run is in memory any more
+
+    second = rpc.send("What is my name?", contextId="ctx-ada")
+    assert rpc.wait(second["id"])["artifacts"][0]["parts"][0]["text"] == "Your name is Ada."
+    sent = fake_llm.requests[1].body["messages"]
+    contents = [(m["role"], m.get("content")) for m in sent if m["role"] != "system"]
+    assert contents == [
+        ("user", "My name is Ada."),
+        ("assistant", "Nice to meet you, Ada."),
+        ("user", "What is my name?"),
+    ]
+    # A message without a contextId starts afresh.
+    other = rpc.send("Who am I?")
+    rpc.wait(other["id"])
+    assert [m["role"] for m in fake_llm.requests[2].body["messages"] if m["role"] != "system"] == [
+        "user"
+    ]

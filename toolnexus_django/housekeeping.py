@@ -1,0 +1,66 @@
+"""The periodic sweep: expired Requests answered, dead workers' Tasks recovered.
+
+Who sweeps: every ``toolnexus_serve`` process runs a :class:`Housekeeper`
+(every ``EXPIRY_SWEEP_INTERVAL`` seconds, first right at start-up, so a
+restarted server picks up what its previous life left behind). Deployments
+whose web processes are something else run ``manage.py toolnexus_sweep``
+(once from cron, or ``--loop``). Sweeping in several processes at once is
+harmless: every move is compare-and-set, so each Task is moved once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from django.db import close_old_connections
+
+from .conf import toolnexus_settings
+from .recovery import recover
+from .review import expire_due
+
+logger = logging.getLogger("toolnexus_django.housekeeping")
+
+
+def sweep_once() -> dict[str, Any]:
+    """Answer expired Requests (ok=False, reason "expired") and recover
+    Tasks whose worker died. Returns what it did, by kind."""
+    expired = expire_due()
+    for task_id in expired:
+        logger.info("Task %s: its request expired; the run continues with that", task_id)
+    return {"expired": expired, **recover()}
+
+
+class Housekeeper:
+    """A daemon thread calling :func:`sweep_once` every ``interval`` seconds."""
+
+    def __init__(self, interval: float | None = None) -> None:
+        self.interval = float(
+            toolnexus_settings.EXPIRY_SWEEP_INTERVAL if interval is None else interval
+        )
+        self.stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Housekeeper:
+        if self.interval > 0 and self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="toolnexus-sweep", daemon=True)
+            self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self.stopped.is_set():
+            close_old_connections()
+            try:
+                sweep_once()
+            except Exception:  # a bad sweep must not end the sweeping
+                logger.exception("sweep failed")
+            finally:
+                close_old_connections()
+            self.stopped.wait(self.interval)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.stopped.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None

@@ -3,6 +3,7 @@
 DATABASE_URL      default sqlite:///<repo>/var/db.sqlite3 (also sqlite:////abs/path,
                   postgres://user@host:port/name)
 TOOLNEXUS_STORE   default "django" ("memory", "file:<dir>", "django")
+TOOLNEXUS_TASK_BACKEND  unset: the in-process backend; "database": django-tasks-db
 LLM_BASE_URL      unset: a deterministic offline demo model runs in-process
 LLM_STYLE         openai | anthropic (default openai)
 LLM_MODEL         default "demo-model"
@@ -32,6 +33,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "django_tasks_db",
     "toolnexus_django",
 ]
 
@@ -106,6 +108,14 @@ if _llm_base_url:
 else:
     _client = "testproject.demo.offline_client"
 
+# Fulfilment runs on the app's in-process backend unless TOOLNEXUS_TASK_BACKEND
+# names another: "database" = django-tasks-db, run by `manage.py db_worker
+# --backend database` processes.
+TASKS = {
+    "default": {"BACKEND": "toolnexus_django.backends.InProcessBackend"},
+    "database": {"BACKEND": "django_tasks_db.DatabaseBackend"},
+}
+
 TOOLNEXUS = {
     "STORE": os.environ.get("TOOLNEXUS_STORE", "django"),
     "AGENT": {
@@ -120,6 +130,7 @@ TOOLNEXUS = {
         "tools": ["testproject.demo.file_expense"],
     },
     "CLIENT": _client,
+    "TASK_BACKEND": os.environ.get("TOOLNEXUS_TASK_BACKEND") or None,
     # The demo endpoint is open; real projects pick DRF classes here.
     "AUTHENTICATION_CLASSES": [],
     "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],

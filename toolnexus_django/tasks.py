@@ -73,6 +73,7 @@ def _claim(store: TaskStore, task: dict[str, Any], move: Any = None) -> dict[str
     claimed = shapes.with_status(task, "working")
     section = shapes.private(claimed)
     section["lease"] = new_lease()
+    section["worker"] = section["lease"]["owner"]  # who ran it last, kept after the lease
     section["attempts"] = int(section.get("attempts") or 0) + 1
     if move is not None:
         move(section)

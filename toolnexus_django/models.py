@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from .stores.base import AWAITING_HUMAN_STATES, TERMINAL_STATES
+
 
 class TaskState(models.TextChoices):
     """The canonical (toolnexus / A2A v0.3) Task states."""
@@ -22,12 +24,6 @@ class TaskState(models.TextChoices):
     FAILED = "failed", _("failed")
     CANCELED = "canceled", _("canceled")
     REJECTED = "rejected", _("rejected")
-
-
-#: States a Task never leaves.
-TERMINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
-#: States in which a run waits on a person.
-AWAITING_HUMAN_STATES = frozenset({"input-required", "auth-required"})
 
 
 # An escaped NUL (\u0000) not itself preceded by an escaping backslash.

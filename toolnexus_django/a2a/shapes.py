@@ -9,10 +9,10 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from ..stores.base import PRIVATE_KEY, Task
+from ..stores.base import AWAITING_HUMAN_STATES, PRIVATE_KEY, TERMINAL_STATES, Task
 
-TERMINAL = frozenset({"completed", "failed", "canceled", "rejected"})
-AWAITING_HUMAN = frozenset({"input-required", "auth-required"})
+TERMINAL = TERMINAL_STATES
+AWAITING_HUMAN = AWAITING_HUMAN_STATES
 #: Keys of the private section that only matter while a run is suspended.
 SUSPENSION_KEYS = ("pending", "transcript", "style", "answer", "resuming")
 

@@ -1,0 +1,70 @@
+"""manage.py toolnexus_prune."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from toolnexus_django.a2a import shapes
+from toolnexus_django.models import Conversation, TaskRecord
+from toolnexus_django.stores import DjangoTaskStore
+
+pytestmark = pytest.mark.django_db
+
+
+def make(state: str, age_days: float, context: str = "") -> str:
+    message = {
+        "role": "user",
+        "parts": [{"kind": "text", "text": "x"}],
+        "contextId": context or None,
+    }
+    task = shapes.with_status(shapes.new_task(message, text="x", owner=None), state)
+    DjangoTaskStore().save(task)
+    TaskRecord.objects.filter(pk=task["id"]).update(
+        updated_at=timezone.now() - timedelta(days=age_days)
+    )
+    return task["id"]
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command("toolnexus_prune", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_prunes_only_old_finished_tasks() -> None:
+    old_done = make("completed", 40)
+    old_failed = make("failed", 40)
+    recent_done = make("completed", 1)
+    old_waiting = make("input-required", 400)
+    old_working = make("working", 400)
+    assert run("--dry-run") == "would delete 2 task(s) (canceled, completed, failed, rejected)\n"
+    assert TaskRecord.objects.count() == 5
+    assert run().startswith("deleted 2 task(s)")
+    left = set(TaskRecord.objects.values_list("pk", flat=True))
+    assert left == {recent_done, old_waiting, old_working}
+    assert old_done not in left and old_failed not in left
+
+
+def test_state_filter_age_units_and_conversations() -> None:
+    failed = make("failed", 0.5, context="c-failed")
+    done = make("completed", 0.5, context="c-done")
+    Conversation.objects.create(context_id="c-done", messages=[])
+    Conversation.objects.create(context_id="c-orphan", messages=[])
+    Conversation.objects.filter(pk="c-orphan").update(updated_at=timezone.now() - timedelta(days=2))
+    assert run("--older-than", "6h", "--state", "failed", "--conversations") == (
+        "deleted 1 task(s) (failed)\ndeleted 1 conversation(s)\n"
+    )
+    assert set(TaskRecord.objects.values_list("pk", flat=True)) == {done}
+    assert set(Conversation.objects.values_list("pk", flat=True)) == {"c-done"}
+    del failed
+
+
+@pytest.mark.parametrize("bad", ["30", "x1d", "-1d", "3y"])
+def test_bad_ages_are_clear_errors(bad: str) -> None:
+    with pytest.raises(CommandError, match="older-than"):
+        run("--older-than", bad)

@@ -1,0 +1,165 @@
+"""A real browser reviews a suspended Task: Debian's Chromium (never a
+downloaded one) driven by pytest-playwright logs into the admin, opens the
+queue, fills the form generated from the Request's schema, submits, and the
+Task completes. ``UPDATE_SCREENSHOTS=1`` also rewrites the README's
+screenshots, docs/review-page.png and docs/review-queue.png."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import RpcClient
+from tests.fakes import FakeLLM, Text, ToolCall
+
+CHROMIUM = Path("/usr/bin/chromium")
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    # pytest-playwright 0.10's own base_url fixture trips a pytest 9 deprecation.
+    pytest.mark.filterwarnings(
+        "ignore:Session-scoped fixtures defined as instance methods:pytest.PytestRemovedIn10Warning"
+    ),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)",
+    ),
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _orm_beside_playwright() -> Iterator[None]:
+    # Playwright's sync API runs an asyncio event loop in the test's thread,
+    # and Django refuses ORM calls from a thread with a running loop. The ORM
+    # calls here (creating the user, reading the Task) are ordinary blocking
+    # test code. Set for this module only, so other tests keep the check.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if previous is None:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+# pytest-playwright starts Playwright once per session, and while it runs the
+# main thread counts as inside an event loop: every later test calling
+# asyncio.run() would fail. Here it lives for this module only.
+@pytest.fixture(scope="module")
+def playwright(_pw_api_request_contexts: Any) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        if _pw_api_request_contexts:
+            _pw_api_request_contexts.instrument(pw)
+        yield pw
+
+
+@pytest.fixture(scope="module")
+def browser_type(playwright: Any, browser_name: str) -> Any:
+    return getattr(playwright, browser_name or "chromium")
+
+
+@pytest.fixture(scope="module")
+def browser(browser_type: Any, browser_type_launch_args: dict[str, Any]) -> Iterator[Any]:
+    browser = browser_type.launch(**browser_type_launch_args)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **browser_type_launch_args,
+        "executable_path": str(CHROMIUM),
+        "args": [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-quic",
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def browser_context_args() -> dict[str, Any]:
+    # Not the plugin's: that one needs the session-wide Playwright.
+    return {"viewport": {"width": 1280, "height": 900}}
+
+
+def test_a_reviewer_answers_a_task_in_the_browser(
+    page: Any,
+    live_server: Any,
+    rpc: RpcClient,
+    configure: Any,
+    fake_llm: FakeLLM,
+    django_user_model: Any,
+    tmp_path: Path,
+) -> None:
+    from playwright.sync_api import expect
+
+    # The screenshots are always taken; they replace the committed ones in
+    # docs/ only on request, so a test run leaves the work tree clean.
+    shots = DOCS if os.environ.get("UPDATE_SCREENSHOTS") == "1" else tmp_path
+
+    django_user_model.objects.create_superuser("rita", "rita@example.com", "review-pw")
+    configure(fake_llm)
+    fake_llm.push(
+        ToolCall("file_expense", {"amount": 42.5, "description": "Taxi, airport to client"}),
+        Text("Your taxi expense is filed: 40.0 under travel."),
+    )
+    task = rpc.send(
+        "Please file my taxi from the airport to the client's office on Tuesday: 42.50."
+    )
+    assert rpc.wait(task["id"])["status"]["state"] == "input-required"
+
+    page.goto(f"{live_server.url}/admin/")
+    page.fill("#id_username", "rita")
+    page.fill("#id_password", "review-pw")
+    page.click("input[type=submit]")
+    page.get_by_role("link", name="Tasks awaiting a human").click()
+    page.click("#toggle-nav-sidebar")  # more room for the screenshots
+    expect(page.locator("#result_list")).to_contain_text("file_expense")
+    expect(page.locator("#result_list")).to_contain_text("Approve an expense claim of 42.50")
+    page.screenshot(path=str(shots / "review-queue.png"))
+    page.locator("#result_list tbody tr").first.get_by_role("link").first.click()
+
+    expect(page.locator("h1")).to_have_text("Review task")
+    expect(page.locator("#tnx-input")).to_contain_text("airport to the client's office")
+    page.select_option("#id_reply-cost_center", "travel")
+    page.fill("#id_reply-approved_amount", "40")
+    page.fill("#id_reply-note", "Tip not covered.")
+    page.fill("#id_reply-comment", "Checked against the receipt.")
+    # A viewport as tall as the page, so the collapsed sidebar's strip reaches
+    # the bottom of the screenshot.
+    height = page.evaluate("document.documentElement.scrollHeight")
+    page.set_viewport_size({"width": 1280, "height": height})
+    page.screenshot(path=str(shots / "review-page.png"), full_page=True)
+
+    page.get_by_role("button", name="Send reply").click()
+    expect(page.locator(".messagelist .success")).to_contain_text("Answered")
+    expect(page.locator("#result_list")).to_have_count(0)  # the queue is empty now
+
+    done = rpc.wait(task["id"], ("completed", "failed"))
+    assert done["artifacts"][0]["parts"][0]["text"] == (
+        "Your taxi expense is filed: 40.0 under travel."
+    )
+    tool_result = fake_llm.requests[1].body["messages"][-1]
+    assert re.fullmatch(
+        r"Filed expense claim EXP-\w+: 40\.0 under travel\.", tool_result["content"]
+    )
+
+    page.goto(f"{live_server.url}/admin/toolnexus_django/taskrecord/{task['id']}/change/")
+    expect(page.locator(".field-state")).to_contain_text("completed")
+    expect(page.locator(".field-decisions")).to_contain_text("Checked against the receipt.")
+    expect(page.locator(".field-decisions")).to_contain_text("rita")

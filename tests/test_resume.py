@@ -504,3 +504,18 @@ def test_concurrent_answers_resume_once_processes(
     done = rpc.wait(task["id"])
     assert done["artifacts"][0]["parts"][0]["text"] == "answered by exactly one process"
     assert len(fake_llm.requests) == 2, "the run resumed more than once"
+
+
+def test_answering_an_older_request_again_says_already_answered(
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm, TOOLKIT=tools.toolkit_setting())
+    fake_llm.push(ToolCall("two_step", {"topic": "x"}), Text("fine"))
+    task = suspend(rpc, fake_llm, "go")
+    first = pending_id(task["id"])
+    answer_task(task["id"], Answer(id=first, ok=True), decision="approve", actor="ann")
+    rpc.wait(task["id"], states=("input-required",))
+    with pytest.raises(AnswerRefused) as refused:
+        answer_task(task["id"], Answer(id=first, ok=True), decision="approve", actor="bob")
+    assert refused.value.reason == "already-answered"
+    assert "by ann" in str(refused.value) and "waits on another one" in str(refused.value)

@@ -43,6 +43,10 @@ def pending_request(task: dict[str, Any]) -> dict[str, Any] | None:
     return (task.get(shapes.PRIVATE_KEY) or {}).get("pending")
 
 
+def section_audit(task: dict[str, Any]) -> list[dict[str, Any]]:
+    return list((task.get(shapes.PRIVATE_KEY) or {}).get("audit") or ())
+
+
 def last_answer(task: dict[str, Any]) -> dict[str, Any] | None:
     """The most recent answer event of the Task's audit trail, if any."""
     for event in reversed((task.get(shapes.PRIVATE_KEY) or {}).get("audit") or ()):
@@ -94,6 +98,15 @@ def answer_task(
     if state not in shapes.AWAITING_HUMAN or pending is None:
         raise _refuse_not_waiting(task)
     if answer.id != pending.get("id"):
+        answered = [e for e in section_audit(task) if e.get("request") == answer.id]
+        if answered:
+            who = answered[-1].get("actor") or answered[-1].get("via") or "someone"
+            raise AnswerRefused(
+                "already-answered",
+                f"That request was already answered ({answered[-1].get('decision')}) by {who} "
+                f"at {answered[-1].get('at')}; the task now waits on another one.",
+                task=task,
+            )
         raise AnswerRefused(
             "wrong-request",
             f"The answer is for request {str(answer.id)[:100]!r}, but the task waits on "

@@ -91,3 +91,13 @@ def test_a_project_without_a_default_tasks_backend_still_serves(tmp_path: Path) 
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "completed"
+
+
+def test_the_tasks_api_comes_from_django_itself_on_django_6() -> None:
+    import django
+
+    from toolnexus_django import compat
+
+    expected = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
+    assert compat.TASKS_MODULE == expected
+    assert compat.BaseTaskBackend.__module__.startswith(expected)

@@ -7,7 +7,7 @@ try:  # Django >= 6.0
     from django.tasks import task, task_backends
     from django.tasks.backends.base import BaseTaskBackend
     from django.tasks.base import Task, TaskError, TaskResult, TaskResultStatus
-    from django.tasks.exceptions import InvalidTaskBackendError
+    from django.tasks.exceptions import InvalidTaskBackend as InvalidTaskBackendError
     from django.tasks.signals import task_enqueued, task_finished, task_started
 
     TASKS_MODULE = "django.tasks"
@@ -40,8 +40,8 @@ except ImportError:  # Django 5.2 + django-tasks
 
 __all__ = [
     "TASKS_MODULE",
-    "InvalidTaskBackendError",
     "BaseTaskBackend",
+    "InvalidTaskBackendError",
     "Task",
     "TaskError",
     "TaskResult",

@@ -167,7 +167,7 @@ class AwaitingHumanManager(models.Manager["AwaitingHumanTask"]):
 class AwaitingHumanTask(TaskRecord):
     """The review queue: Tasks whose run waits on a person."""
 
-    objects = AwaitingHumanManager()  # type: ignore[assignment]
+    objects = AwaitingHumanManager()  # type: ignore[assignment, misc]
 
     class Meta:
         proxy = True

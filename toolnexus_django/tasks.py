@@ -36,7 +36,7 @@ INPROCESS_ALIAS = "toolnexus"
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class _LateValidatedTask(Task):  # type: ignore[misc]
+class _LateValidatedTask(Task):
     """A Task whose backend is checked when it is enqueued, not when declared."""
 
     def __post_init__(self) -> None:

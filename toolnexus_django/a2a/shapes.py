@@ -64,8 +64,8 @@ def owner_of(task: Task) -> str | None:
     return None if owner is None else str(owner)
 
 
-def state_of(task: Task) -> str:
-    return str((task.get("status") or {}).get("state") or "")
+def state_of(task: Task | None) -> str:
+    return str(((task or {}).get("status") or {}).get("state") or "")
 
 
 def user_message(message: dict[str, Any], *, task: Task) -> dict[str, Any]:

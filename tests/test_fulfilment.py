@@ -34,7 +34,9 @@ def test_django_store_task_completes_and_reads_back_over_http(
     fake_llm.push(Text("filed: EXP-1"))
 
     submitted = rpc.send("file my claim", method=send)
-    assert submitted["status"]["state"] == "submitted"
+    # The toolnexus dialect returns at once; v0.3's message/send blocks by default.
+    expected = ("submitted",) if send == "SendMessage" else ("completed",)
+    assert submitted["status"]["state"] in expected
     assert submitted["kind"] == "task" and submitted["contextId"]
 
     done = rpc.wait(submitted["id"])

@@ -13,10 +13,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
+from django.db import (
+    InterfaceError,
+    OperationalError,
+    connections,
+    transaction,
+)
 
 from . import conversations
 from .a2a import shapes
@@ -191,14 +197,14 @@ def finish(run: RunningRun, final: dict[str, Any], result: Any) -> str:
     task_id = run.task_id
     shapes.private(final).pop("lease", None)
     try:
-        won = run.settle(final)
+        won = _settle_riding_out_outages(run, final)
     except Exception as exc:
-        # The outcome could not be written (too large, database down...):
-        # record that instead, so the Task is never left working.
+        # The outcome itself cannot be written (too large, say): record that
+        # instead, so the Task is never left working.
         logger.exception("Task %s: saving its outcome failed", task_id)
         final = shapes.failed(run.version, f"The outcome could not be saved: {exc}")
         shapes.private(final).pop("lease", None)
-        won = run.settle(final)
+        won = _settle_riding_out_outages(run, final)
     if not won:
         current = shapes.state_of(run.store.get(task_id))
         logger.info("Task %s changed while it ran (now %s): outcome dropped", task_id, current)
@@ -206,6 +212,28 @@ def finish(run: RunningRun, final: dict[str, Any], result: Any) -> str:
     logger.info("Task %s: working -> %s", task_id, shapes.state_of(final))
     _notify(final, result)
     return shapes.state_of(final)
+
+
+#: How long a finished run keeps trying to write its outcome while the
+#: database is unreachable (a restart, a failover) before leaving the Task to
+#: recovery (its lease expires and it runs again).
+OUTAGE_PATIENCE = 60.0
+
+
+def _settle_riding_out_outages(run: RunningRun, final: dict[str, Any]) -> bool:
+    deadline = time.monotonic() + OUTAGE_PATIENCE
+    pause = 0.2
+    while True:
+        try:
+            return run.settle(final)
+        except (OperationalError, InterfaceError):
+            if time.monotonic() + pause > deadline:
+                raise
+            logger.warning("Task %s: database unreachable; retrying in %.1fs", run.task_id, pause)
+            for conn in connections.all(initialized_only=True):
+                conn.close()  # the next query opens a fresh connection
+            time.sleep(pause)
+            pause = min(pause * 2, 5.0)
 
 
 def settle(task: dict[str, Any], result: Any, *, style: str) -> dict[str, Any]:

@@ -433,3 +433,34 @@ def test_good_review_settings_pass(settings: Any) -> None:
         "EXPIRY_SWEEP_INTERVAL": 0,
     }
     assert not [m for m in check_settings(None) if m.id.startswith("toolnexus_django")]
+
+
+@pytest.mark.parametrize(
+    ("key", "bad"),
+    [
+        ("LEASE_SECONDS", 0),
+        ("MAX_ATTEMPTS", 0),
+        ("MAX_ATTEMPTS", 1.5),
+        ("REQUEUE_AFTER", -5),
+        ("BLOCKING_TIMEOUT", "60"),
+        ("STREAM_MAX_SECONDS", None),
+        ("STREAM_HEARTBEAT", 0),
+        ("MAX_HELD_REQUESTS", 0),
+    ],
+)
+def test_number_settings_are_checked(settings: Any, key: str, bad: Any) -> None:
+    from toolnexus_django.checks import check_settings
+
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, key: bad}
+    assert "toolnexus_django.E009" in {m.id for m in check_settings(None)}
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"), [("auto", True), (None, True), (42, False), ("no.such.Store", False)]
+)
+def test_conversations_setting_is_checked(settings: Any, value: Any, ok: bool) -> None:
+    from toolnexus_django.checks import check_settings
+
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "CONVERSATIONS": value, "MAX_HELD_REQUESTS": None}
+    ids = {m.id for m in check_settings(None)} & {"toolnexus_django.E006", "toolnexus_django.E007"}
+    assert (not ids) is ok

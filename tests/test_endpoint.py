@@ -107,7 +107,8 @@ def test_unknown_a2a_version_is_refused(rpc: RpcClient, configure: Any) -> None:
     configure(None)
     reply = rpc.call("tasks/get", {"id": "x"}, headers={"A2A-Version": "7.0"})
     assert reply["error"]["code"] == -32009
-    assert reply["error"]["data"]["supportedVersions"] == ["0.3"]
+    assert reply["error"]["data"][0]["reason"] == "VERSION_NOT_SUPPORTED"
+    assert reply["error"]["data"][0]["metadata"]["supportedVersions"] == "0.3,1.0"
     # The official v0.3 client sends this header: accepted.
     ok = rpc.call("tasks/get", {"id": "x"}, headers={"A2A-Version": "0.3"})
     assert ok["error"]["code"] == -32001

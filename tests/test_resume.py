@@ -327,7 +327,8 @@ def test_a2a_message_with_task_id_continues_the_task(
     assert done["artifacts"][0]["parts"][0]["text"] == "continued over A2A"
     [result] = tool_messages(fake_llm.requests[1].body)
     assert result["content"].endswith("under training.")
-    assert [m["role"] for m in done["history"]] == ["user", "user", "agent"]
+    assert [m["role"] for m in done["history"]] == ["user", "agent", "user", "agent"]
+    assert done["history"][1]["parts"][0]["text"] == PROMPT
 
     # Now terminal: a further message is refused.
     terminal = rpc.call(

@@ -12,7 +12,7 @@ toolnexus_django.E005    CLIENT["style"] is not "openai" or "anthropic"
 toolnexus_django.E006    AGENT / TOOLKIT / CLIENT has the wrong type
 toolnexus_django.E007    a dotted path (factory, tool, DRF class) does not import
 toolnexus_django.E008    TASK_BACKEND names no backend in settings.TASKS
-toolnexus_django.E009    WORKER_THREADS / RUN_TIMEOUT / EXPIRY_SWEEP_INTERVAL out of range
+toolnexus_django.E009    a number setting (threads, attempts, seconds) is out of range
 toolnexus_django.E010    REVIEW_NOTIFY_EMAILS / REVIEW_BASE_URL malformed
 toolnexus_django.W001    CLIENT has no base_url or model: runs will fail
 =======================  =====================================================
@@ -236,23 +236,51 @@ def _check_skills_dir(value: Any) -> list[CheckMessage]:
     return errors
 
 
+#: Settings that must be whole numbers >= 1 (None allowed where marked).
+_WHOLE = {"WORKER_THREADS": False, "MAX_ATTEMPTS": False, "MAX_HELD_REQUESTS": True}
+#: Settings that must be numbers of seconds > 0 (None allowed where marked).
+_SECONDS = {
+    "RUN_TIMEOUT": True,
+    "LEASE_SECONDS": False,
+    "REQUEUE_AFTER": False,
+    "BLOCKING_TIMEOUT": False,
+    "STREAM_MAX_SECONDS": False,
+    "STREAM_HEARTBEAT": False,
+}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _check_numbers(cfg: dict[str, Any]) -> list[CheckMessage]:
     errors: list[CheckMessage] = []
-    threads = cfg["WORKER_THREADS"]
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+    for key, nullable in _WHOLE.items():
+        value = cfg[key]
+        if (value is None and nullable) or (
+            isinstance(value, int) and _is_number(value) and value >= 1
+        ):
+            continue
+        errors.append(Error(f"{SETTING_NAME}[{key!r}] must be an integer >= 1", id=_id("E009")))
+    for key, nullable in _SECONDS.items():
+        value = cfg[key]
+        if (value is None and nullable) or (_is_number(value) and value > 0):
+            continue
         errors.append(
-            Error(f"{SETTING_NAME}['WORKER_THREADS'] must be an integer >= 1", id=_id("E009"))
+            Error(f"{SETTING_NAME}[{key!r}] must be a positive number of seconds", id=_id("E009"))
         )
-    timeout = cfg["RUN_TIMEOUT"]
-    if timeout is not None and (
-        not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0
-    ):
-        errors.append(
-            Error(
-                f"{SETTING_NAME}['RUN_TIMEOUT'] must be a positive number of seconds",
-                id=_id("E009"),
+    conversations = cfg["CONVERSATIONS"]
+    if conversations not in (None, "auto", "django", "memory"):
+        if isinstance(conversations, str):
+            errors += _importable(conversations, "['CONVERSATIONS']")
+        elif not (hasattr(conversations, "get") and hasattr(conversations, "save")):
+            errors.append(
+                Error(
+                    f'{SETTING_NAME}[\'CONVERSATIONS\'] must be "auto", "django", "memory", '
+                    "None, or a toolnexus ConversationStore (or a dotted path to one)",
+                    id=_id("E006"),
+                )
             )
-        )
     return errors
 
 

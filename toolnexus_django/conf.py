@@ -95,6 +95,14 @@ DEFAULTS: dict[str, Any] = {
     # How long a blocking send (v0.3 blocking, v1.0 returnImmediately=false)
     # waits for the Task to finish or stop for input, in seconds.
     "BLOCKING_TIMEOUT": 60.0,
+    # Streaming (SSE): the longest one stream may stay open, and how often an
+    # idle stream sends a keep-alive comment, in seconds.
+    "STREAM_MAX_SECONDS": 300.0,
+    "STREAM_HEARTBEAT": 15.0,
+    # Open streams plus blocking sends one process holds at once (each holds a
+    # server thread); past it streams are refused "busy" and blocking sends
+    # return at once. None = no limit.
+    "MAX_HELD_REQUESTS": 4,
 }
 
 #: Nested dict settings whose missing keys fall back to the defaults above.

@@ -115,6 +115,11 @@ def answer_task(
         )
 
     working = shapes.with_status(task, "working")
+    question = (task.get("status") or {}).get("message")
+    if question is not None:
+        # The agent's question leaves the status for the history (as A2A's
+        # own task managers do), so the history reads as the conversation.
+        working.setdefault("history", []).append(question)
     if message is not None:
         working.setdefault("history", []).append(message)
     section = shapes.private(working)

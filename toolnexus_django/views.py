@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from django.urls import reverse
 from django.utils.module_loading import import_string
 from rest_framework.permissions import AllowAny
@@ -17,9 +18,10 @@ from rest_framework.views import APIView
 
 from .a2a.card import build_card
 from .a2a.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError, failure, parse_request, success
-from .a2a.methods import CallContext, dispatch
+from .a2a.methods import CallContext, EventStream, dispatch
 from .conf import toolnexus_settings
 from .stores import get_task_store
+from .streaming import sse_response
 from .tasks import schedule_fulfilment
 
 logger = logging.getLogger("toolnexus_django.views")
@@ -56,8 +58,15 @@ class JsonRpcView(APIView):
     """``POST <prefix>/`` — the JSON-RPC 2.0 endpoint.
 
     The body is parsed here, not by DRF's parsers: malformed JSON must be a
-    JSON-RPC -32700, not DRF's HTTP 400.
+    JSON-RPC -32700, not DRF's HTTP 400. The streaming methods answer with
+    Server-Sent Events (:mod:`toolnexus_django.streaming`); DRF passes a
+    ``StreamingHttpResponse`` through untouched.
     """
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        # Responses are built here, not by DRF's renderers: an Accept header
+        # (streaming clients send "text/event-stream") must never be a 406.
+        return super().perform_content_negotiation(request, force=True)
 
     def get_authenticators(self) -> list[Any]:
         return [
@@ -76,7 +85,7 @@ class JsonRpcView(APIView):
             )
         ]
 
-    def post(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
         try:
             body = request.body
         except RequestDataTooBig:
@@ -94,7 +103,10 @@ class JsonRpcView(APIView):
                 a2a_version=request.headers.get("A2A-Version"),
                 schedule=lambda task_id: schedule_fulfilment(task_id, store),
             )
-            return json_response(success(rid, dispatch(rpc, ctx)))
+            result = dispatch(rpc, ctx)
+            if isinstance(result, EventStream):
+                return sse_response(rid, result)
+            return json_response(success(rid, result))
         except RpcError as err:
             return json_response(failure(err.id if err.id is not None else rid, err))
         except Exception:

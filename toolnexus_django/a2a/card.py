@@ -1,4 +1,11 @@
-"""The Agent Card, built from the toolkit's SKILL.md skills (never raw tools)."""
+"""The Agent Card, built from the toolkit's SKILL.md skills (never raw tools).
+
+One card for every client: the legacy ``url`` / ``protocolVersion`` /
+``preferredTransport`` fields that toolnexus's outbound client and A2A v0.3
+clients read, plus ``supportedInterfaces`` for v1.0 clients, listing the one
+JSON-RPC endpoint once per protocol version it speaks (the official a2a-sdk
+client picks the 1.0 entry, or the 0.3 one for its compat transport).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,8 @@ from ..conf import toolnexus_settings
 from ..runtime import skills_dirs
 
 PROTOCOL_VERSION = "0.3.0"
+#: (protocolBinding, protocolVersion) of each entry of supportedInterfaces.
+INTERFACES = (("JSONRPC", "1.0"), ("JSONRPC", "0.3"))
 
 _lock = threading.Lock()
 _skills_cache: list[dict[str, Any]] | None = None
@@ -33,7 +42,8 @@ def card_skills() -> list[dict[str, Any]]:
                         "id": s.name,
                         "name": s.name,
                         "description": s.description or "",
-                        "tags": [],
+                        # v1.0 requires at least one tag.
+                        "tags": [s.name],
                     }
                     for s in sorted(selected, key=lambda s: s.name)
                 ]
@@ -60,7 +70,11 @@ def build_card(endpoint_url: str) -> dict[str, Any]:
         "protocolVersion": PROTOCOL_VERSION,
         "url": endpoint_url,
         "preferredTransport": "JSONRPC",
-        "capabilities": {"streaming": False, "pushNotifications": False},
+        "supportedInterfaces": [
+            {"url": endpoint_url, "protocolBinding": binding, "protocolVersion": version}
+            for binding, version in INTERFACES
+        ],
+        "capabilities": {"streaming": True, "pushNotifications": False},
         "defaultInputModes": ["text"],
         "defaultOutputModes": ["text"],
         "skills": card_skills(),

@@ -1,9 +1,23 @@
-"""The dialects one endpoint speaks, and how a canonical Task is rendered in each.
+"""The dialects one endpoint speaks, how a request picks one, and how a
+canonical Task is rendered in each.
 
 - ``toolnexus`` (SPEC §7B): ``SendMessage`` / ``GetTask`` with no
-  ``A2A-Version: 1.x`` header.
-- ``v0.3``: slash method names (``message/send``, ``tasks/get``); the official
-  client's v0.3 transport also sends ``A2A-Version: 0.3``.
+  ``A2A-Version: 1.x`` header (none, or ``0.3``).
+- ``v0.3``: slash method names (``message/send``, ``tasks/get``, ...); the
+  official client's v0.3 transport also sends ``A2A-Version: 0.3``.
+- ``v1.0``: PascalCase method names with ``A2A-Version: 1.0`` (any ``1.x``).
+
+Which dialect a request speaks (the official a2a-sdk server decides the same
+way; a missing header means 0.3 there too):
+
+============================  ===================  ===============  ==========
+method                        no header / ``0.3``  ``1.0`` / 1.x     other
+============================  ===================  ===============  ==========
+SendMessage, GetTask          toolnexus            v1.0             -32009
+other v1.0 names (ListTasks)  -32009               v1.0             -32009
+slash names (message/send)    v0.3                 -32009           -32009
+anything else                 -32601               -32601           -32009
+============================  ===================  ===============  ==========
 
 Rendering is an allow-list: only public keys leave the server, whatever a
 store or a later feature adds to the stored Task.
@@ -12,52 +26,202 @@ store or a later feature adds to the stored Task.
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any
 
 from ..stores.base import Task
-from .jsonrpc import VERSION_NOT_SUPPORTED, RpcError
+from . import v1
+from .jsonrpc import METHOD_NOT_FOUND, VERSION_NOT_SUPPORTED, RpcError
 
 
 class Dialect(enum.Enum):
     TOOLNEXUS = "toolnexus"
     V03 = "0.3"
+    V10 = "1.0"
 
 
-#: method name -> (dialect, canonical operation)
-METHODS: dict[str, tuple[Dialect, str]] = {
-    "SendMessage": (Dialect.TOOLNEXUS, "send"),
-    "GetTask": (Dialect.TOOLNEXUS, "get"),
-    "message/send": (Dialect.V03, "send"),
-    "tasks/get": (Dialect.V03, "get"),
+#: v0.3 method name -> operation.
+V03_METHODS: dict[str, str] = {
+    "message/send": "send",
+    "message/stream": "stream",
+    "tasks/get": "get",
+    "tasks/cancel": "cancel",
+    "tasks/resubscribe": "subscribe",
+    "tasks/pushNotificationConfig/set": "push-config",
+    "tasks/pushNotificationConfig/get": "push-config",
+    "tasks/pushNotificationConfig/list": "push-config",
+    "tasks/pushNotificationConfig/delete": "push-config",
+    "agent/getAuthenticatedExtendedCard": "extended-card",
 }
+#: v1.0 method name -> operation.
+V10_METHODS: dict[str, str] = {
+    "SendMessage": "send",
+    "SendStreamingMessage": "stream",
+    "GetTask": "get",
+    "ListTasks": "list",
+    "CancelTask": "cancel",
+    "SubscribeToTask": "subscribe",
+    "CreateTaskPushNotificationConfig": "push-config",
+    "GetTaskPushNotificationConfig": "push-config",
+    "ListTaskPushNotificationConfigs": "push-config",
+    "DeleteTaskPushNotificationConfig": "push-config",
+    "GetExtendedAgentCard": "extended-card",
+}
+#: toolnexus SPEC §7B: the two methods its outbound client calls.
+TOOLNEXUS_METHODS: dict[str, str] = {"SendMessage": "send", "GetTask": "get"}
 
-SUPPORTED_VERSIONS = ("0.3",)
+#: Back-compat: every method name this endpoint knows.
+METHODS: dict[str, str] = {**V03_METHODS, **V10_METHODS}
+
+SUPPORTED_VERSIONS = ("0.3", "1.0")
 
 PUBLIC_TASK_KEYS = ("id", "contextId", "kind", "status", "artifacts", "history", "metadata")
 PUBLIC_STATUS_KEYS = ("state", "message", "timestamp")
 
+_VERSION = re.compile(r"^(\d+)(?:\.(\d+))?(?:\.\d+)?$")
 
-def check_version(header: str | None) -> None:
-    """Refuse an ``A2A-Version`` this server does not speak (-32009)."""
-    if not header:
-        return
-    version = header.strip()
-    if version in SUPPORTED_VERSIONS or version.startswith("0.3."):
-        return
-    raise RpcError(
+
+def version_error(message: str) -> RpcError:
+    return RpcError(
         VERSION_NOT_SUPPORTED,
-        f"A2A version {version[:20]!r} is not supported",
+        message,
         data={"supportedVersions": list(SUPPORTED_VERSIONS)},
+        details=True,
     )
 
 
-def render_task(task: Task, dialect: Dialect, *, history_length: int | None = None) -> Task:
-    """The public form of a stored Task."""
+def negotiate_version(header: str | None) -> str | None:
+    """The protocol version an ``A2A-Version`` header asks for: ``None`` (no
+    header), ``"0.3"`` or ``"1.0"``; anything else is -32009."""
+    if header is None or not header.strip():
+        return None
+    version = header.strip()
+    match = _VERSION.match(version)
+    if match:
+        major, minor = int(match[1]), int(match[2] or 0)
+        if (major, minor) == (0, 3):
+            return "0.3"
+        if major == 1:
+            return "1.0"
+    raise version_error(
+        f"A2A version {version[:20]!r} is not supported "
+        f"(supported: {', '.join(SUPPORTED_VERSIONS)})"
+    )
+
+
+def resolve(method: str, header: str | None) -> tuple[Dialect, str]:
+    """The dialect and operation of a request (see the module's table)."""
+    version = negotiate_version(header)
+    shown = method[:100]
+    if version == "1.0":
+        if method in V10_METHODS:
+            return Dialect.V10, V10_METHODS[method]
+        if method in V03_METHODS:
+            raise version_error(
+                f"{shown} is an A2A v0.3 method: send it without A2A-Version or with "
+                "A2A-Version: 0.3, or use the v1.0 method names"
+            )
+        raise RpcError(METHOD_NOT_FOUND, f"Method not found: {shown}")
+    if method in V03_METHODS:
+        return Dialect.V03, V03_METHODS[method]
+    if method in TOOLNEXUS_METHODS:
+        return Dialect.TOOLNEXUS, TOOLNEXUS_METHODS[method]
+    if method in V10_METHODS:
+        raise version_error(f"{shown} is an A2A v1.0 method: send the header A2A-Version: 1.0")
+    raise RpcError(METHOD_NOT_FOUND, f"Method not found: {shown}")
+
+
+def check_version(header: str | None) -> None:
+    """Refuse an ``A2A-Version`` this server does not speak (-32009)."""
+    negotiate_version(header)
+
+
+def public_task(task: Task) -> Task:
+    """The public part of a stored Task, in the canonical shape."""
     out: dict[str, Any] = {k: task[k] for k in PUBLIC_TASK_KEYS if k in task}
     status = task.get("status") or {}
     out["status"] = {k: status[k] for k in PUBLIC_STATUS_KEYS if k in status}
     out.setdefault("kind", "task")
-    history = out.get("history")
-    if history is not None and history_length is not None:
-        out["history"] = history[-history_length:] if history_length > 0 else []
     return out
+
+
+def limit_history(task: Task, dialect: Dialect, history_length: int | None) -> Task:
+    """Keep the last ``history_length`` messages. 0 means none in v1.0 and
+    all in v0.3 / toolnexus (the official SDK reads it the same way)."""
+    history = task.get("history")
+    if history is None or history_length is None:
+        return task
+    if history_length == 0:
+        if dialect is Dialect.V10:
+            task["history"] = []
+        return task
+    task["history"] = history[-history_length:]
+    return task
+
+
+def render_task(
+    task: Task,
+    dialect: Dialect,
+    *,
+    history_length: int | None = None,
+    include_artifacts: bool = True,
+) -> Task:
+    """The public form of a stored Task in ``dialect``."""
+    out = limit_history(public_task(task), dialect, history_length)
+    if not include_artifacts:
+        out.pop("artifacts", None)
+    if dialect is Dialect.V10:
+        return v1.task_to_v1(out)
+    return out
+
+
+# -- streaming events ----------------------------------------------------------------
+
+
+def stream_task(task: Task, dialect: Dialect, *, history_length: int | None = None) -> Any:
+    """The first event of a stream: the Task itself."""
+    rendered = render_task(task, dialect, history_length=history_length)
+    return {"task": rendered} if dialect is Dialect.V10 else rendered
+
+
+def status_event(task: Task, dialect: Dialect, *, final: bool) -> dict[str, Any]:
+    """A TaskStatusUpdateEvent. v0.3 marks the last one ``final``; v1.0 has no
+    such field (the stream simply ends after a terminal or interrupted state)."""
+    status = public_task(task)["status"]
+    if dialect is Dialect.V10:
+        return {
+            "statusUpdate": {
+                "taskId": task["id"],
+                "contextId": task.get("contextId") or "",
+                "status": v1.status_to_v1(status),
+            }
+        }
+    return {
+        "kind": "status-update",
+        "taskId": task["id"],
+        "contextId": task.get("contextId"),
+        "status": status,
+        "final": final,
+    }
+
+
+def artifact_event(task: Task, artifact: dict[str, Any], dialect: Dialect) -> dict[str, Any]:
+    """A TaskArtifactUpdateEvent carrying one whole artifact."""
+    if dialect is Dialect.V10:
+        return {
+            "artifactUpdate": {
+                "taskId": task["id"],
+                "contextId": task.get("contextId") or "",
+                "artifact": v1.artifact_to_v1(artifact),
+                "append": False,
+                "lastChunk": True,
+            }
+        }
+    return {
+        "kind": "artifact-update",
+        "taskId": task["id"],
+        "contextId": task.get("contextId"),
+        "artifact": artifact,
+        "append": False,
+        "lastChunk": True,
+    }

@@ -14,27 +14,85 @@ INTERNAL_ERROR = -32603
 # A2A's own codes.
 TASK_NOT_FOUND = -32001
 TASK_NOT_CANCELABLE = -32002
+PUSH_NOTIFICATION_NOT_SUPPORTED = -32003
 UNSUPPORTED_OPERATION = -32004
+EXTENDED_CARD_NOT_CONFIGURED = -32007
 VERSION_NOT_SUPPORTED = -32009
+
+#: A2A v1.0 carries error details in ``error.data``: a list of google.rpc-style
+#: typed details, the first a ``google.rpc.ErrorInfo`` naming the A2A reason
+#: (as the official a2a-sdk's ``build_error_details`` does).
+ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
+A2A_DOMAIN = "a2a-protocol.org"
+REASONS: dict[int, str] = {
+    TASK_NOT_FOUND: "TASK_NOT_FOUND",
+    TASK_NOT_CANCELABLE: "TASK_NOT_CANCELABLE",
+    PUSH_NOTIFICATION_NOT_SUPPORTED: "PUSH_NOTIFICATION_NOT_SUPPORTED",
+    UNSUPPORTED_OPERATION: "UNSUPPORTED_OPERATION",
+    EXTENDED_CARD_NOT_CONFIGURED: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+    VERSION_NOT_SUPPORTED: "VERSION_NOT_SUPPORTED",
+    INVALID_PARAMS: "INVALID_PARAMS",
+    INVALID_REQUEST: "INVALID_REQUEST",
+    METHOD_NOT_FOUND: "METHOD_NOT_FOUND",
+    INTERNAL_ERROR: "INTERNAL_ERROR",
+}
 
 RequestId = str | int | float | None
 
 
 class RpcError(Exception):
-    """An error the endpoint answers with a JSON-RPC error object."""
+    """An error the endpoint answers with a JSON-RPC error object.
 
-    def __init__(self, code: int, message: str, *, data: Any = None, id: RequestId = None) -> None:
+    ``details``: render ``data`` the A2A v1.0 way (a list of typed details whose
+    ``ErrorInfo.metadata`` carries ``data``); toolnexus and v0.3 callers get
+    ``data`` as it is. The endpoint sets it once it knows the dialect.
+    """
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        *,
+        data: Any = None,
+        id: RequestId = None,
+        details: bool = False,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
         self.id = id
+        self.details = details
 
     def as_error(self) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
+        if self.details:
+            error["data"] = error_details(self.code, self.data)
+        elif self.data is not None:
             error["data"] = self.data
         return error
+
+
+def _metadata_value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def error_details(code: int, data: Any = None) -> list[dict[str, Any]]:
+    """``error.data`` of an A2A v1.0 error: ``[google.rpc.ErrorInfo]`` with the
+    A2A reason, and ``data`` (an object) as its string-valued ``metadata``."""
+    metadata = (
+        {str(k): _metadata_value(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    )
+    return [
+        {
+            "@type": ERROR_INFO_TYPE,
+            "reason": REASONS.get(code, "UNKNOWN_ERROR"),
+            "domain": A2A_DOMAIN,
+            "metadata": metadata,
+        }
+    ]
 
 
 @dataclass(frozen=True)

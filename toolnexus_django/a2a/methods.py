@@ -1,17 +1,25 @@
-"""The JSON-RPC methods behind the endpoint, independent of HTTP and DRF."""
+"""The JSON-RPC methods behind the endpoint, independent of HTTP and DRF.
+
+:func:`dispatch` answers one request with its result, an :class:`EventStream`
+(the streaming methods, sent as Server-Sent Events by the view), or raises
+:class:`~toolnexus_django.a2a.jsonrpc.RpcError`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..stores import TaskStore
-from . import shapes
-from .dialects import METHODS, Dialect, check_version, render_task
+from . import follow, shapes, v1
+from .dialects import Dialect, render_task, resolve
 from .jsonrpc import (
+    EXTENDED_CARD_NOT_CONFIGURED,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
-    METHOD_NOT_FOUND,
+    PUSH_NOTIFICATION_NOT_SUPPORTED,
+    TASK_NOT_CANCELABLE,
     TASK_NOT_FOUND,
     UNSUPPORTED_OPERATION,
     RpcError,
@@ -30,32 +38,161 @@ class CallContext:
     schedule: Callable[[str], None] | None = None
 
 
+@dataclass
+class EventStream:
+    """A streaming result: each item of ``events`` is one JSON-RPC result, sent
+    as one SSE event; ``None`` asks for a keep-alive comment. ``close()`` must
+    be called however the stream ends (it frees the held-request slot)."""
+
+    events: Iterator[Any]
+    dialect: Dialect
+    slot: follow.Slot | None = field(default=None, repr=False)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self.events, "close", None)
+            if close is not None:
+                close()
+        finally:
+            if self.slot is not None:
+                self.slot.release()
+
+
 def dispatch(request: RpcRequest, ctx: CallContext) -> Any:
-    """Run one request; returns its result or raises :class:`RpcError`."""
-    check_version(ctx.a2a_version)
-    entry = METHODS.get(request.method)
-    if entry is None:
-        raise RpcError(METHOD_NOT_FOUND, f"Method not found: {request.method[:100]}")
-    dialect, operation = entry
-    params = request.params
-    if not isinstance(params, dict):
-        raise RpcError(INVALID_PARAMS, "Invalid params: expected an object")
-    if operation == "send":
-        return send_message(params, ctx, dialect)
-    return get_task(params, ctx, dialect)
+    """Run one request; returns its result or an :class:`EventStream`, or
+    raises :class:`RpcError` (v1.0 errors carry typed details in ``data``)."""
+    dialect, operation = resolve(request.method, ctx.a2a_version)
+    try:
+        params = request.params
+        if params is None and operation == "extended-card":
+            params = {}
+        if not isinstance(params, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: expected an object")
+        return OPERATIONS[operation](params, ctx, dialect)
+    except RpcError as err:
+        if dialect is Dialect.V10:
+            err.details = True
+        raise
+
+
+# -- helpers -------------------------------------------------------------------------
+
+
+def _history_length(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value.isdigit():  # protobuf JSON may quote ints
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise RpcError(INVALID_PARAMS, "Invalid params: historyLength must be a whole number >= 0")
+    return value
+
+
+def _task_id(params: dict[str, Any]) -> str:
+    task_id = params.get("id")
+    if not isinstance(task_id, str) or not task_id:
+        raise RpcError(INVALID_PARAMS, "Invalid params: params.id must be a non-empty string")
+    return task_id
+
+
+def _own_task(ctx: CallContext, task_id: str) -> dict[str, Any]:
+    task = ctx.store.get(task_id)
+    # Another owner's Task answers exactly like an unknown one: its existence
+    # is not disclosed.
+    if task is None or shapes.owner_of(task) != ctx.owner:
+        raise RpcError(TASK_NOT_FOUND, f"Task not found: {task_id[:100]}")
+    return task
+
+
+def _configuration(params: dict[str, Any]) -> dict[str, Any]:
+    configuration = params.get("configuration")
+    if configuration is None:
+        return {}
+    if not isinstance(configuration, dict):
+        raise RpcError(INVALID_PARAMS, "Invalid params: configuration must be an object")
+    for key in ("pushNotificationConfig", "taskPushNotificationConfig"):
+        if configuration.get(key):
+            raise RpcError(PUSH_NOTIFICATION_NOT_SUPPORTED, "Push notifications are not supported")
+    return configuration
+
+
+def _blocking(configuration: dict[str, Any], dialect: Dialect) -> bool:
+    """Whether a send waits for the Task to settle. v0.3: ``blocking``, true
+    when absent; v1.0: ``not returnImmediately`` (false when absent) — the
+    official SDK's defaults. The toolnexus dialect always returns at once."""
+    if dialect is Dialect.TOOLNEXUS:
+        return False
+    key, default = ("blocking", True) if dialect is Dialect.V03 else ("returnImmediately", False)
+    value = configuration.get(key, default)
+    if value is None:
+        value = default
+    if not isinstance(value, bool):
+        raise RpcError(INVALID_PARAMS, f"Invalid params: configuration.{key} must be a boolean")
+    return value if dialect is Dialect.V03 else not value
+
+
+def _busy() -> RpcError:
+    return RpcError(
+        INTERNAL_ERROR,
+        "Server busy: too many open streams and blocking sends in this process; "
+        "retry later, or send without waiting and poll the Task",
+        data={"reason": "TOO_MANY_HELD_REQUESTS"},
+    )
+
+
+# -- SendMessage / message/send / SendStreamingMessage / message/stream ---------------
 
 
 def send_message(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
+    return _send(params, ctx, dialect, streaming=False)
+
+
+def stream_message(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
+    return _send(params, ctx, dialect, streaming=True)
+
+
+def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streaming: bool) -> Any:
     message = params.get("message")
     if not isinstance(message, dict):
         raise RpcError(INVALID_PARAMS, "Invalid params: params.message must be an object")
+    if dialect is Dialect.V10:
+        message = v1.message_from_v1(message)
     if not isinstance(message.get("parts"), list):
         raise RpcError(INVALID_PARAMS, "Invalid params: params.message.parts must be an array")
     context_id = message.get("contextId")
     if context_id is not None and (not isinstance(context_id, str) or len(context_id) > 255):
         raise RpcError(INVALID_PARAMS, "Invalid params: contextId must be a string")
-    if message.get("taskId") is not None:
-        return continue_task(message, ctx, dialect)
+    configuration = _configuration(params)
+    history_length = _history_length(configuration.get("historyLength"))
+    blocking = not streaming and _blocking(configuration, dialect)
+
+    # A waiting request holds a server thread: take a slot before anything is
+    # saved, so a refusal leaves no Task behind.
+    slot = follow.held.hold() if streaming or blocking else None
+    if streaming and slot is None:
+        raise _busy()
+    try:
+        if message.get("taskId") is not None:
+            task = continue_task(message, ctx)
+        else:
+            task = start_task(message, ctx)
+        if streaming:
+            events = follow.follow(ctx.store, task, dialect, history_length=history_length)
+            stream, slot = EventStream(events, dialect, slot), None
+            return stream
+        if slot is not None:
+            task = follow.wait_settled(ctx.store, task)
+    finally:
+        if slot is not None:
+            slot.release()
+    # Without a slot a blocking send returns at once, as a non-blocking one.
+    rendered = render_task(task, dialect, history_length=history_length)
+    return {"task": rendered} if dialect is Dialect.V10 else rendered
+
+
+def start_task(message: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """A new ``submitted`` Task for ``message``, saved and scheduled; returned
+    as saved (not re-read: a fast worker may already have moved it)."""
     text = shapes.message_text(message)
     if not text.strip():
         raise RpcError(INVALID_PARAMS, "Invalid params: the message has no text part")
@@ -63,8 +200,7 @@ def send_message(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> 
     ctx.store.save(task)
     if ctx.schedule is not None:
         ctx.schedule(task["id"])
-    # The Task as saved, not re-read: a fast worker may already have moved it.
-    return render_task(task, dialect)
+    return task
 
 
 def answer_data(message: dict[str, Any]) -> dict[str, Any]:
@@ -81,9 +217,9 @@ def answer_data(message: dict[str, Any]) -> dict[str, Any]:
     return data or {"output": shapes.message_text(message)}
 
 
-def continue_task(message: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
+def continue_task(message: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """A message carrying the taskId of a Task waiting on input answers it
-    (ok=True) and its run resumes."""
+    (ok=True) and its run resumes. Returns the Task as saved (``working``)."""
     from toolnexus import Answer
 
     from ..review import AnswerRefused, answer_task, pending_request
@@ -91,9 +227,7 @@ def continue_task(message: dict[str, Any], ctx: CallContext, dialect: Dialect) -
     task_id = message["taskId"]
     if not isinstance(task_id, str) or not task_id:
         raise RpcError(INVALID_PARAMS, "Invalid params: taskId must be a non-empty string")
-    task = ctx.store.get(task_id)
-    if task is None or shapes.owner_of(task) != ctx.owner:
-        raise RpcError(TASK_NOT_FOUND, f"Task not found: {task_id[:100]}")
+    task = _own_task(ctx, task_id)
     context_id = message.get("contextId")
     if context_id is not None and context_id != task.get("contextId"):
         raise RpcError(
@@ -113,7 +247,7 @@ def continue_task(message: dict[str, Any], ctx: CallContext, dialect: Dialect) -
         raise RpcError(INVALID_PARAMS, "Invalid params: the message carries no answer")
     user_message = shapes.user_message(message, task=task)
     try:
-        working = answer_task(
+        return answer_task(
             task_id,
             Answer(id=pending["id"], ok=True, data=answer_data(message)),
             decision="message",
@@ -124,23 +258,83 @@ def continue_task(message: dict[str, Any], ctx: CallContext, dialect: Dialect) -
         )
     except AnswerRefused as refused:
         raise RpcError(UNSUPPORTED_OPERATION, str(refused)) from None
-    return render_task(working, dialect)
+
+
+# -- GetTask / tasks/get ---------------------------------------------------------------
 
 
 def get_task(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
-    task_id = params.get("id")
-    if not isinstance(task_id, str) or not task_id:
-        raise RpcError(INVALID_PARAMS, "Invalid params: params.id must be a non-empty string")
-    history_length = params.get("historyLength")
-    if history_length is not None and (
-        not isinstance(history_length, int)
-        or isinstance(history_length, bool)
-        or history_length < 0
-    ):
-        raise RpcError(INVALID_PARAMS, "Invalid params: historyLength must be a whole number >= 0")
-    task = ctx.store.get(task_id)
-    # Another owner's Task answers exactly like an unknown one: its existence
-    # is not disclosed.
-    if task is None or shapes.owner_of(task) != ctx.owner:
-        raise RpcError(TASK_NOT_FOUND, f"Task not found: {task_id[:100]}")
+    task_id = _task_id(params)
+    history_length = _history_length(params.get("historyLength"))
+    task = _own_task(ctx, task_id)
     return render_task(task, dialect, history_length=history_length)
+
+
+# -- ListTasks ---------------------------------------------------------------------------
+
+
+def list_tasks(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
+    from .listing import list_tasks as query
+
+    return query(ctx.store, params, ctx.owner, dialect)
+
+
+# -- CancelTask / tasks/cancel -------------------------------------------------------------
+
+
+def cancel(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
+    from ..cancellation import NotCancelable, TaskNotFound, cancel_task
+
+    task_id = _task_id(params)
+    _own_task(ctx, task_id)
+    try:
+        canceled = cancel_task(task_id, store=ctx.store, actor=ctx.owner, via="a2a")
+    except NotCancelable as refused:
+        raise RpcError(
+            TASK_NOT_CANCELABLE,
+            f"Task {task_id[:100]} is {refused.state}: it can no longer be canceled",
+        ) from None
+    except TaskNotFound:
+        raise RpcError(TASK_NOT_FOUND, f"Task not found: {task_id[:100]}") from None
+    return render_task(canceled, dialect)
+
+
+# -- SubscribeToTask / tasks/resubscribe ---------------------------------------------------
+
+
+def subscribe(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
+    task_id = _task_id(params)
+    task = _own_task(ctx, task_id)
+    state = shapes.state_of(task)
+    if state in shapes.TERMINAL:
+        raise RpcError(
+            UNSUPPORTED_OPERATION,
+            f"Task {task_id[:100]} is {state}: there is nothing to subscribe to",
+        )
+    slot = follow.held.hold()
+    if slot is None:
+        raise _busy()
+    return EventStream(follow.follow(ctx.store, task, dialect), dialect, slot)
+
+
+# -- what this server does not offer ---------------------------------------------------------
+
+
+def push_config(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
+    raise RpcError(PUSH_NOTIFICATION_NOT_SUPPORTED, "Push notifications are not supported")
+
+
+def extended_card(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
+    raise RpcError(EXTENDED_CARD_NOT_CONFIGURED, "This agent has no extended Agent Card")
+
+
+OPERATIONS: dict[str, Callable[[dict[str, Any], CallContext, Dialect], Any]] = {
+    "send": send_message,
+    "stream": stream_message,
+    "get": get_task,
+    "list": list_tasks,
+    "cancel": cancel,
+    "subscribe": subscribe,
+    "push-config": push_config,
+    "extended-card": extended_card,
+}

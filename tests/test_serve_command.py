@@ -1,0 +1,343 @@
+"""``manage.py toolnexus_serve``: a real server process on the test database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+from django.core.management import CommandError, call_command
+
+from tests.conftest import RpcClient, http, wait_until
+from tests.fakes import FakeLLM, Hang, Text
+from toolnexus_django.server import describe_model, parse_addrport
+from toolnexus_django.stores import DjangoTaskStore
+
+ROOT = Path(__file__).resolve().parent.parent
+MANAGE = str(ROOT / "manage.py")
+CARD_PATH = "/agent/.well-known/agent-card.json"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def database_url() -> str:
+    """A DATABASE_URL for the database this test session uses (the test DB)."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    if s["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{Path(s['NAME']).resolve()}"
+    if s["ENGINE"] == "django.db.backends.postgresql":
+        auth = quote(s["USER"] or "postgres", safe="")
+        if s.get("PASSWORD"):
+            auth += ":" + quote(s["PASSWORD"], safe="")
+        return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    pytest.skip(f"no DATABASE_URL form for {s['ENGINE']}")
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen[bytes]
+    log: Path
+    base: str
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_ready(self, timeout: float = 30) -> dict[str, Any]:
+        """Wait for the Agent Card to answer; fail at once if the server died."""
+
+        def card() -> dict[str, Any] | None:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the server exited early with {self.proc.returncode}")
+            try:
+                reply = http(self.base + CARD_PATH, timeout=2)
+            except OSError:
+                return None
+            return reply.json if reply.status == 200 else None
+
+        return wait_until(card, timeout=timeout, interval=0.05, what="the Agent Card")
+
+    def signal(self, sig: int, *, group: bool = False) -> None:
+        """Send ``sig`` to the server, or (``group``, like a terminal's Ctrl-C)
+        to its master and workers at once."""
+        if group:
+            os.killpg(self.proc.pid, sig)
+        else:
+            self.proc.send_signal(sig)
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the server did not exit within {timeout}s") from None
+
+
+@contextmanager
+def serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """Run ``manage.py toolnexus_serve 127.0.0.1:<free port> *args`` against the
+    test database; print its output if the test fails; kill it no matter what."""
+    port = free_port()
+    log = tmp_path / f"serve-{port}.log"
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
+    child_env.update(
+        {
+            "DATABASE_URL": database_url(),
+            "TOOLNEXUS_STORE": "django",
+            "DJANGO_SETTINGS_MODULE": "testproject.settings",
+            "PYTHONUNBUFFERED": "1",
+            **(env or {}),
+        }
+    )
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, MANAGE, "toolnexus_serve", f"127.0.0.1:{port}", *args],
+            cwd=ROOT,
+            env=child_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: killpg reaches the workers
+        )
+    served = Served(proc, log, f"http://127.0.0.1:{port}")
+    try:
+        yield served
+    except BaseException:
+        print(f"--- toolnexus_serve output ({log}) ---\n{served.output()}")
+        raise
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        else:
+            try:  # workers left behind by a master that died
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def fake_env(fake: FakeLLM) -> dict[str, str]:
+    return {"LLM_BASE_URL": fake.url, "LLM_STYLE": fake.style, "LLM_RETRIES": "0"}
+
+
+def stored_state(task_id: str) -> str | None:
+    task = DjangoTaskStore().get(task_id)
+    return task["status"]["state"] if task else None
+
+
+# -- the real process ----------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_serves_the_agent_and_stops_on_sigterm(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    fake_llm.default = Text("filed by the fake model")
+    with serve(tmp_path, env=fake_env(fake_llm)) as server:
+        card = server.wait_ready()
+        assert card["name"] == settings.TOOLNEXUS["AGENT"]["name"]
+        assert card["url"].endswith("/agent/")
+        assert card["url"] == f"{server.base}/agent/"
+
+        rpc = RpcClient(card["url"])
+        submitted = rpc.send("please file my taxi receipt")
+        assert submitted["status"]["state"] == "submitted"
+        done = rpc.wait(submitted["id"], states=("completed", "failed"))
+        assert done["status"]["state"] == "completed", done
+        assert done["artifacts"][0]["parts"] == [
+            {"kind": "text", "text": "filed by the fake model"}
+        ]
+        assert fake_llm.requests, "the served process called the model"
+        # The server wrote to this session's database.
+        assert stored_state(submitted["id"]) == "completed"
+
+        out = server.output()
+        assert f"Model: openai model 'demo-model' at {fake_llm.url}" in out
+        master_threads = Path(f"/proc/{server.proc.pid}/task")
+        if master_threads.exists():  # Linux: the master runs nothing but gunicorn
+            assert len(list(master_threads.iterdir())) == 1
+
+        t0 = time.monotonic()
+        server.signal(signal.SIGTERM)
+        assert server.wait(timeout=20) == 0
+        assert time.monotonic() - t0 < 15
+        assert "toolnexus_serve stopped." in server.output()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_startup_names_the_card_and_the_model_and_ctrl_c_stops(tmp_path: Path) -> None:
+    # No LLM_BASE_URL: the testproject's offline demo model (a dotted-path factory).
+    with serve(tmp_path) as server:
+        server.wait_ready()
+        out = server.output()
+        assert f"Agent Card: {server.base}{CARD_PATH}" in out
+        assert "Model: testproject.demo.offline_client - Deterministic offline demo model" in out
+        assert "1 worker x 8 threads" in out
+        server.signal(signal.SIGINT, group=True)  # what a terminal's Ctrl-C does
+        assert server.wait(timeout=20) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("sig", "group", "logged"),
+    [(signal.SIGTERM, False, "term"), (signal.SIGINT, True, "int")],
+    ids=["sigterm", "ctrl-c"],
+)
+def test_a_run_in_flight_finishes_during_the_grace(
+    fake_llm: FakeLLM, tmp_path: Path, sig: int, group: bool, logged: str
+) -> None:
+    fake_llm.push(Hang(then=Text("finished while stopping")))
+    with serve(tmp_path, "--grace", "20", env=fake_env(fake_llm)) as server:
+        card = server.wait_ready()
+        task_id = RpcClient(card["url"]).send("a slow one")["id"]
+        fake_llm.wait_held(1, timeout=20)
+
+        server.signal(sig, group=group)
+        wait_until(
+            lambda: f"Handling signal: {logged}" in server.output(),
+            timeout=10,
+            what="the server to begin stopping",
+        )
+        assert server.proc.poll() is None, "the server waits for the running Task"
+        fake_llm.release()
+        assert server.wait(timeout=20) == 0
+    assert stored_state(task_id) == "completed"
+    assert DjangoTaskStore().get(task_id)["artifacts"][0]["parts"][0]["text"] == (
+        "finished while stopping"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_second_ctrl_c_stops_at_once(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    fake_llm.push(Hang(max_seconds=60))
+    with serve(tmp_path, "--grace", "30", env=fake_env(fake_llm)) as server:
+        card = server.wait_ready()
+        RpcClient(card["url"]).send("this one hangs")
+        fake_llm.wait_held(1, timeout=20)
+
+        t0 = time.monotonic()
+        server.signal(signal.SIGINT, group=True)
+        wait_until(
+            lambda: "Handling signal: int" in server.output(),
+            timeout=10,
+            what="the server to begin stopping",
+        )
+        server.signal(signal.SIGINT, group=True)
+        assert server.wait(timeout=20) == 0
+        assert time.monotonic() - t0 < 10, "the second Ctrl-C does not wait out the grace"
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_hung_run_does_not_hold_the_shutdown_past_the_grace(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    fake_llm.push(Hang(max_seconds=60))
+    with serve(tmp_path, "--grace", "1", env=fake_env(fake_llm)) as server:
+        card = server.wait_ready()
+        task_id = RpcClient(card["url"]).send("this one hangs")["id"]
+        fake_llm.wait_held(1, timeout=20)
+
+        t0 = time.monotonic()
+        server.signal(signal.SIGTERM)
+        assert server.wait(timeout=20) == 0
+        assert time.monotonic() - t0 < 8, "bounded by --grace, not by the model call"
+    assert stored_state(task_id) == "working"
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_several_workers_each_run_tasks(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    fake_llm.default = Text("ok")
+    with serve(tmp_path, "--workers", "2", "--threads", "2", env=fake_env(fake_llm)) as server:
+        card = server.wait_ready()
+        wait_until(
+            lambda: server.output().count("Booting worker with pid") >= 2,
+            timeout=20,
+            what="two workers",
+        )
+        rpc = RpcClient(card["url"])
+        ids = [rpc.send(f"task {n}")["id"] for n in range(6)]
+        for task_id in ids:
+            assert rpc.wait(task_id)["status"]["state"] == "completed"
+        server.signal(signal.SIGTERM)
+        assert server.wait(timeout=20) == 0
+
+
+@pytest.mark.slow
+def test_a_bad_address_exits_non_zero_with_a_clear_message() -> None:
+    result = subprocess.run(
+        [sys.executable, MANAGE, "toolnexus_serve", "nonsense:port"],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "testproject.settings"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert '"nonsense:port" is not a valid port number or address:port pair' in result.stderr
+
+
+# -- in-process ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, ("127.0.0.1", 8000)),
+        ("9000", ("127.0.0.1", 9000)),
+        ("0.0.0.0:8080", ("0.0.0.0", 8080)),
+        ("[::1]:8001", ("::1", 8001)),
+        ("localhost:8002", ("localhost", 8002)),
+    ],
+)
+def test_parse_addrport(value: str | None, expected: tuple[str, int]) -> None:
+    assert parse_addrport(value) == expected
+
+
+@pytest.mark.parametrize("value", ["nonsense:port", "8000:", "1.2.3.999:80", "[zz]:80", "70000"])
+def test_parse_addrport_rejects(value: str) -> None:
+    with pytest.raises(ValueError):
+        parse_addrport(value)
+
+
+def test_bad_address_and_busy_port_are_command_errors() -> None:
+    with pytest.raises(CommandError, match="not a valid port number or address:port pair"):
+        call_command("toolnexus_serve", "nonsense:port")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(CommandError, match="already in use"):
+            call_command("toolnexus_serve", f"127.0.0.1:{port}")
+    with pytest.raises(CommandError):
+        call_command("toolnexus_serve", "--workers", "0")
+
+
+def test_describe_model() -> None:
+    assert (
+        describe_model(
+            {"style": "anthropic", "model": "m1", "base_url": "https://u:secret@llm.example/v1"}
+        )
+        == "anthropic model 'm1' at https://llm.example/v1"
+    )
+    assert describe_model("testproject.demo.offline_client").startswith(
+        "testproject.demo.offline_client - Deterministic offline demo model"
+    )
+    assert "cannot be imported" in describe_model("nowhere.factory")

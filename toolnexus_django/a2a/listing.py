@@ -1,0 +1,171 @@
+"""ListTasks (A2A v1.0): the caller's own Tasks, newest first, a page at a time.
+
+Order: most recently updated first, ties by id (descending). The page token
+is an opaque cursor naming the last Task of the page — its ``updated_at`` and
+id — and the next page starts strictly after it. Tasks added meanwhile sort
+before the cursor, so they never shift or repeat a later page. (A Task that
+changes while a client pages moves to the front, as in the official SDK's
+stores.)
+
+Needs a store that can query: the database store does; a custom store may
+offer ``list_tasks(query) -> (rows, total)`` (rows: ``(task, updated_at)``
+newest first, at most ``query.limit``). Other stores answer -32004.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db.models import Q
+
+from ..stores import DjangoTaskStore, TaskStore
+from . import v1
+from .dialects import Dialect, render_task
+from .jsonrpc import INVALID_PARAMS, UNSUPPORTED_OPERATION, RpcError
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 100
+
+
+@dataclass(frozen=True)
+class Cursor:
+    updated_at: datetime
+    id: str
+
+    def encode(self) -> str:
+        payload = json.dumps(
+            {"u": self.updated_at.astimezone(UTC).isoformat(), "id": self.id},
+            separators=(",", ":"),
+        )
+        return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, token: str) -> Cursor:
+        bad = RpcError(INVALID_PARAMS, "Invalid params: pageToken is not a page token of ListTasks")
+        try:
+            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+            data = json.loads(raw)
+            moment = datetime.fromisoformat(data["u"])
+            tid = data["id"]
+        except (binascii.Error, ValueError, TypeError, KeyError):
+            raise bad from None
+        if moment.tzinfo is None or not isinstance(tid, str) or not tid:
+            raise bad
+        return cls(moment, tid)
+
+
+@dataclass(frozen=True)
+class Query:
+    owner: str | None
+    context_id: str | None = None
+    state: str | None = None
+    updated_after: datetime | None = None
+    cursor: Cursor | None = None
+    limit: int = DEFAULT_PAGE_SIZE
+
+
+def _whole(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        # protobuf's JSON mapping also writes int32 as a string.
+        if isinstance(value, str) and value.lstrip("-").isdigit():
+            return int(value)
+        raise RpcError(INVALID_PARAMS, f"Invalid params: {name} must be a whole number")
+    return value
+
+
+def parse_query(params: dict[str, Any], owner: str | None) -> tuple[Query, int | None, bool]:
+    """The query, historyLength and includeArtifacts of ListTasks params."""
+    size = _whole(params.get("pageSize"), "pageSize")
+    if size is None:
+        size = DEFAULT_PAGE_SIZE
+    if not 1 <= size <= MAX_PAGE_SIZE:
+        raise RpcError(
+            INVALID_PARAMS, f"Invalid params: pageSize must be between 1 and {MAX_PAGE_SIZE}"
+        )
+    history_length = _whole(params.get("historyLength"), "historyLength")
+    if history_length is not None and history_length < 0:
+        raise RpcError(INVALID_PARAMS, "Invalid params: historyLength must be >= 0")
+    context_id = params.get("contextId") or None
+    if context_id is not None and not isinstance(context_id, str):
+        raise RpcError(INVALID_PARAMS, "Invalid params: contextId must be a string")
+    after = params.get("statusTimestampAfter")
+    updated_after = None
+    if after not in (None, ""):
+        text = v1.timestamp(after)
+        if text is None:
+            raise RpcError(
+                INVALID_PARAMS, "Invalid params: statusTimestampAfter must be an RFC 3339 timestamp"
+            )
+        updated_after = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    token = params.get("pageToken") or None
+    if token is not None and not isinstance(token, str):
+        raise RpcError(INVALID_PARAMS, "Invalid params: pageToken must be a string")
+    include = params.get("includeArtifacts", False)
+    if not isinstance(include, bool):
+        raise RpcError(INVALID_PARAMS, "Invalid params: includeArtifacts must be a boolean")
+    query = Query(
+        owner=owner,
+        context_id=context_id,
+        state=v1.state_filter(params.get("status")),
+        updated_after=updated_after,
+        cursor=Cursor.decode(token) if token else None,
+        limit=size,
+    )
+    return query, history_length, include
+
+
+def query_database(store: DjangoTaskStore, query: Query) -> tuple[list[tuple[Any, Any]], int]:
+    rows = store.model.objects.using(store.using)
+    rows = rows.filter(owner__isnull=True) if query.owner is None else rows.owned_by(query.owner)
+    if query.context_id is not None:
+        rows = rows.filter(context_id=query.context_id)
+    if query.state is not None:
+        rows = rows.filter(state=query.state)
+    if query.updated_after is not None:
+        rows = rows.filter(updated_at__gte=query.updated_after)
+    total = rows.count()
+    if query.cursor is not None:
+        c = query.cursor
+        rows = rows.filter(Q(updated_at__lt=c.updated_at) | Q(updated_at=c.updated_at, id__lt=c.id))
+    # Only the public JSON is read: the private section never leaves the table.
+    page = rows.order_by("-updated_at", "-id").values_list("id", "task", "updated_at")
+    return [({**task, "id": tid}, updated) for tid, task, updated in page[: query.limit]], total
+
+
+def list_tasks(
+    store: TaskStore, params: dict[str, Any], owner: str | None, dialect: Dialect
+) -> dict[str, Any]:
+    query, history_length, include_artifacts = parse_query(params, owner)
+    # One row more than the page says whether there is a next page.
+    probe = Query(**{**query.__dict__, "limit": query.limit + 1})
+    if isinstance(store, DjangoTaskStore):
+        rows, total = query_database(store, probe)
+    elif callable(getattr(store, "list_tasks", None)):
+        rows, total = store.list_tasks(probe)  # type: ignore[attr-defined]
+    else:
+        raise RpcError(
+            UNSUPPORTED_OPERATION,
+            f"ListTasks is not supported by this task store ({type(store).__name__}); "
+            'it needs TOOLNEXUS["STORE"] = "django"',
+        )
+    more = len(rows) > query.limit
+    rows = rows[: query.limit]
+    token = Cursor(rows[-1][1], rows[-1][0]["id"]).encode() if more and rows else ""
+    return {
+        "tasks": [
+            render_task(
+                task, dialect, history_length=history_length, include_artifacts=include_artifacts
+            )
+            for task, _ in rows
+        ],
+        "nextPageToken": token,
+        "pageSize": query.limit,
+        "totalSize": total,
+    }

@@ -1,0 +1,152 @@
+"""``manage.py toolnexus_serve [addr:port]`` -- serve the project for real.
+
+gunicorn (threaded workers, chosen by measurement: benchmarks/RESULTS.md)
+serves the project's WSGI application; each worker process runs the agent's
+Tasks in-process. See :mod:`toolnexus_django.server` for the wiring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+import gunicorn
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.servers.basehttp import get_internal_wsgi_application
+from django.db import connections
+
+from ...conf import toolnexus_settings
+from ...server import (
+    DEFAULT_GRACE,
+    DEFAULT_THREADS,
+    ServeOptions,
+    agent_card_url,
+    check_bindable,
+    describe_fulfilment,
+    describe_model,
+    describe_sweep,
+    parse_addrport,
+    serve,
+)
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number")
+    return number
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0 <= number < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds")
+    return number
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve the project with gunicorn (threaded workers) and run the agent's Tasks "
+        "in each worker process. Stops gracefully on Ctrl-C or SIGTERM."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "addrport", nargs="?", help="[addr:]port to listen on (default 127.0.0.1:8000)"
+        )
+        parser.add_argument(
+            "--workers",
+            type=_positive_int,
+            default=1,
+            help="server processes, each with its own agent runtime (default 1)",
+        )
+        parser.add_argument(
+            "--threads",
+            type=_positive_int,
+            default=DEFAULT_THREADS,
+            help=f"HTTP request threads per process (default {DEFAULT_THREADS})",
+        )
+        parser.add_argument(
+            "--grace",
+            type=_seconds,
+            default=DEFAULT_GRACE,
+            help="seconds a stopping process gives in-flight requests and running Tasks "
+            f"(default {DEFAULT_GRACE:.0f})",
+        )
+        parser.add_argument("--access-log", action="store_true", help="log every request to stdout")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            host, port = parse_addrport(options["addrport"])
+        except ValueError as e:
+            raise CommandError(str(e)) from None
+        opts = ServeOptions(
+            host=host,
+            port=port,
+            workers=options["workers"],
+            threads=options["threads"],
+            grace=options["grace"],
+            access_log=options["access_log"],
+        )
+        try:
+            check_bindable(host, port)
+        except OSError as e:
+            raise CommandError(str(e)) from None
+        try:
+            wsgi_app = get_internal_wsgi_application()
+        except ImproperlyConfigured as e:
+            raise CommandError(str(e)) from None
+        self.check_migrations()
+        # Nothing opened in this (master) process may leak into the workers.
+        connections.close_all()
+
+        master = os.getpid()
+        try:
+            serve(opts, wsgi_app, on_ready=lambda: self.banner(opts), on_stopped=self.stopped)
+        except SystemExit as exc:
+            if os.getpid() != master:
+                raise  # a worker leaving: nothing of the master's to do here
+            if exc.code not in (0, None):
+                code = exc.code if isinstance(exc.code, int) else 1
+                raise CommandError(
+                    f"the server stopped with exit status {exc.code} (see the log above)",
+                    returncode=code,
+                ) from None
+
+    def banner(self, opts: ServeOptions) -> None:
+        """Runs in the master once the socket is bound, before any worker forks."""
+        workers = f"{opts.workers} worker{'s' if opts.workers > 1 else ''}"
+        self.stdout.write(
+            f"toolnexus_serve: gunicorn {gunicorn.__version__}, {workers} x {opts.threads} "
+            f"threads, at {opts.base_url}/"
+        )
+        card = agent_card_url(opts.base_url)
+        if card:
+            self.stdout.write(f"Agent Card: {card}")
+        else:
+            self.stderr.write(
+                "No Agent Card: toolnexus_django's URLs are not in ROOT_URLCONF "
+                '(add path("agent/", include("toolnexus_django.urls"))).'
+            )
+        self.stdout.write(f"Model: {describe_model()}")
+        store = toolnexus_settings.STORE
+        store_name = store if isinstance(store, str) else type(store).__name__
+        self.stdout.write(
+            f"Tasks: store {store_name!r}; fulfilment {describe_fulfilment()}; {describe_sweep()}"
+        )
+        self.stdout.write(
+            f"Quit with CONTROL-C or SIGTERM; running Tasks get {opts.grace:g}s to finish."
+        )
+        self.stdout.flush()
+
+    def stopped(self) -> None:
+        self.stdout.write("toolnexus_serve stopped.")
+        self.stdout.flush()

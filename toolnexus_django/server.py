@@ -1,0 +1,380 @@
+"""The server behind ``manage.py toolnexus_serve``: gunicorn with threaded workers.
+
+gunicorn's ``gthread`` workers were chosen by measurement (benchmarks/RESULTS.md).
+This module holds the wiring that makes them safe for this app:
+
+* Nothing of toolnexus starts in the master. Each worker builds its own agent
+  runtime and in-process Tasks backend lazily, on its first SendMessage
+  (both are pid-aware), and database connections are closed before every fork
+  so no worker shares a socket with its parent.
+* Each worker runs the housekeeping sweep (expired Requests, recovery of
+  Tasks whose worker died), starting at boot, so a restarted server picks up
+  what its previous life left behind.
+* Ctrl-C and SIGTERM both stop gracefully: workers stop accepting, end
+  blocking waits and streams, finish in-flight requests, then give running
+  Tasks what is left of ``grace`` seconds. A second Ctrl-C stops at once.
+  Whatever still runs when the grace ends is abandoned (the pools are daemon
+  threads, so exit never hangs on a slow model call); its Task stays
+  ``working`` until its lease expires and a sweep runs it again.
+"""
+
+from __future__ import annotations
+
+import inspect
+import ipaddress
+import logging
+import math
+import os
+import re
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from django.db import connections
+from django.urls import NoReverseMatch, reverse
+from django.utils.module_loading import import_string
+from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
+from gunicorn.workers.gthread import ThreadWorker
+
+from .conf import toolnexus_settings
+
+logger = logging.getLogger("toolnexus_django.server")
+
+DEFAULT_ADDR = "127.0.0.1"
+DEFAULT_PORT = 8000
+#: HTTP threads per worker process (benchmarks/RESULTS.md).
+DEFAULT_THREADS = 8
+#: Seconds a stopping worker gives running Tasks.
+DEFAULT_GRACE = 10.0
+#: How long the master waits for a worker beyond ``grace`` before SIGKILL:
+#: stopping the runtime (toolkit/MCP close is bounded at 5 s) plus exit.
+_STOP_MARGIN = 7.0
+
+# Django's runserver accepts the same forms: "8000", "1.2.3.4:8000",
+# "[::1]:8000", "localhost:8000".
+_ADDRPORT = re.compile(
+    r"""^(?:(?P<addr>
+        (?P<ipv4>\d{1,3}(?:\.\d{1,3}){3}) |
+        (?P<ipv6>\[[a-fA-F0-9:]+\]) |
+        (?P<fqdn>[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*)
+    ):)?(?P<port>\d+)$""",
+    re.X,
+)
+
+
+def parse_addrport(value: str | None) -> tuple[str, int]:
+    """``"[addr:]port"`` -> ``(host, port)``; IPv6 hosts come back without brackets.
+    Raises ``ValueError`` with a message fit for the user."""
+    if not value:
+        return DEFAULT_ADDR, DEFAULT_PORT
+    match = _ADDRPORT.match(value)
+    if match is None:
+        raise ValueError(f'"{value}" is not a valid port number or address:port pair.')
+    port = int(match["port"])
+    if not 0 < port < 65536:
+        raise ValueError(f'"{match["port"]}" is not a valid port number (1-65535).')
+    host = match["addr"] or DEFAULT_ADDR
+    if match["ipv4"] or match["ipv6"]:
+        host = host.strip("[]")
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            raise ValueError(f'"{match["addr"]}" is not a valid IP address.') from None
+    return host, port
+
+
+def _netloc(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def check_bindable(host: str, port: int) -> None:
+    """Fail early, with a readable reason, if ``host:port`` cannot be bound
+    (gunicorn would otherwise retry for five seconds and log a traceback)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise OSError(f"cannot resolve {host!r}: {e.strerror}") from None
+    family, kind, proto, _, sockaddr = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        # As gunicorn does: a port in TIME_WAIT is free to bind.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(sockaddr)
+        except OSError as e:
+            reason = "that port is already in use" if e.errno == 98 else e.strerror
+            raise OSError(f"cannot listen on {_netloc(host, port)}: {reason}") from None
+
+
+def agent_card_url(base_url: str) -> str | None:
+    """The Agent Card's URL on this server, wherever the project mounted the app
+    (``None`` when its URLs are not in the URLconf)."""
+    try:
+        return base_url.rstrip("/") + reverse("toolnexus_django:agent-card")
+    except NoReverseMatch:
+        return None
+
+
+def _without_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = _netloc(host, parts.port) if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def describe_model(setting: Any = None) -> str:
+    """One line naming the model ``TOOLNEXUS["CLIENT"]`` will run, without
+    building the client (that happens in the workers): style, model and
+    base_url for a dict; for a factory, its dotted path and the first line of
+    its docstring."""
+    cfg = toolnexus_settings.CLIENT if setting is None else setting
+    if isinstance(cfg, dict):
+        style = cfg.get("style") or "openai"
+        model = cfg.get("model") or "(no model set)"
+        base_url = cfg.get("base_url")
+        where = _without_credentials(str(base_url)) if base_url else "(no base_url set)"
+        return f"{style} model {model!r} at {where}"
+    if isinstance(cfg, str):
+        name = cfg
+        try:
+            factory = import_string(cfg)
+        except ImportError as e:
+            return f"{name} (cannot be imported: {e})"
+    else:
+        factory = cfg
+        name = f"{getattr(cfg, '__module__', '?')}.{getattr(cfg, '__qualname__', repr(cfg))}"
+    doc = inspect.getdoc(factory)
+    summary = doc.strip().splitlines()[0] if doc else ""
+    return f"{name} - {summary}" if summary else name
+
+
+def describe_fulfilment() -> str:
+    alias = toolnexus_settings.TASK_BACKEND
+    if alias is not None:
+        return f"Django Tasks backend {alias!r} (runs in that backend's workers)"
+    return (
+        f"in-process, {toolnexus_settings.WORKER_THREADS} threads per worker "
+        "(starts on the first message)"
+    )
+
+
+def describe_sweep() -> str:
+    interval = float(toolnexus_settings.EXPIRY_SWEEP_INTERVAL or 0)
+    if interval <= 0:
+        return "no sweep (EXPIRY_SWEEP_INTERVAL is 0: run manage.py toolnexus_sweep)"
+    return f"sweep every {interval:g}s per worker"
+
+
+# -- gunicorn ------------------------------------------------------------------
+
+
+def start_housekeeping() -> Any:
+    """This worker's sweep thread (its first sweep runs at once)."""
+    from .housekeeping import Housekeeper
+
+    return Housekeeper().start()
+
+
+def waiting_stopper() -> Callable[[], None]:
+    """What ends this process's blocking sends and SSE streams at their next
+    poll, so open streams do not hold the HTTP drain for the whole grace.
+    (Imported up front: it is called from a signal handler.)"""
+    try:
+        from .a2a.follow import stop_waiting
+    except ImportError:  # a version without blocking sends / streams
+        return lambda: None
+    return stop_waiting
+
+
+def stop_background_work(timeout: float) -> bool:
+    """Let this process's running Tasks finish (at most ``timeout`` seconds),
+    then stop its agent runtime. Returns whether every run finished."""
+    from .runtime import shutdown_runtime
+    from .tasks import close_inprocess_backend
+
+    deadline = time.monotonic() + max(0.0, timeout)
+    finished = close_inprocess_backend(timeout=max(0.0, timeout))
+    if not finished:
+        logger.warning(
+            "worker %s: runs still going when the grace period ended are abandoned; "
+            "their Tasks stay 'working' until recovered",
+            os.getpid(),
+        )
+    # The loop stops at once; what takes time is closing the toolkit (MCP).
+    shutdown_runtime(timeout=min(5.0, max(0.5, deadline - time.monotonic())))
+    connections.close_all()
+    return finished
+
+
+class ServeWorker(ThreadWorker):
+    """gunicorn's gthread worker, plus one grace period for HTTP and runs.
+
+    SIGTERM or a first SIGINT: stop accepting, drain requests, wait for running
+    Tasks -- all within ``grace`` seconds of the signal. A second SIGINT, or
+    SIGQUIT (the master's "quick" stop): leave now.
+    """
+
+    grace: float = DEFAULT_GRACE
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stopping_since: float | None = None
+        self.quick = False
+        self.interrupts = 0
+        self.stop_waiting: Callable[[], None] = lambda: None
+
+    def init_signals(self) -> None:
+        super().init_signals()
+        signal.signal(signal.SIGINT, self.handle_int)
+
+    def _begin_stop(self) -> None:
+        if self.stopping_since is None:
+            self.stopping_since = time.monotonic()
+            self.stop_waiting()
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._begin_stop()
+        super().handle_exit(sig, frame)
+
+    def handle_int(self, sig: int, frame: FrameType | None) -> None:
+        # Ctrl-C reaches every process of the terminal's group: the first one is
+        # a graceful stop here too, the second the quick one.
+        self.interrupts += 1
+        if self.interrupts == 1:
+            self.handle_exit(sig, frame)
+        else:
+            self.handle_quit(sig, frame)
+
+    def handle_quit(self, sig: int, frame: FrameType | None) -> None:
+        self._begin_stop()
+        self.quick = True
+        super().handle_quit(sig, frame)  # exits the process (SystemExit)
+
+    def run(self) -> None:
+        self.stop_waiting = waiting_stopper()
+        housekeeper = start_housekeeping()
+        try:
+            super().run()
+        finally:
+            self._begin_stop()
+            assert self.stopping_since is not None
+            deadline = time.monotonic() if self.quick else self.stopping_since + self.grace
+
+            def left() -> float:
+                return max(0.0, deadline - time.monotonic())
+
+            # No new recoveries while stopping; a sweep mid-query may finish.
+            housekeeper.stop(timeout=min(1.0, left()))
+            stop_background_work(left())
+
+
+class ServeArbiter(Arbiter):
+    def handle_int(self) -> None:
+        # gunicorn treats Ctrl-C as a quick stop; here it is as graceful as
+        # SIGTERM. gunicorn's stop loop turns a second Ctrl-C into a quick one.
+        raise StopIteration
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    host: str = DEFAULT_ADDR
+    port: int = DEFAULT_PORT
+    workers: int = 1
+    threads: int = DEFAULT_THREADS
+    grace: float = DEFAULT_GRACE
+    access_log: bool = False
+
+    @property
+    def bind(self) -> str:
+        return _netloc(self.host, self.port)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.bind}"
+
+
+class ServeApplication(BaseApplication):
+    """gunicorn, configured in code (no gunicorn.conf.py, no command line)."""
+
+    def __init__(
+        self,
+        options: ServeOptions,
+        wsgi_app: Callable[..., Any],
+        on_ready: Callable[[], None] = lambda: None,
+        on_stopped: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.options = options
+        self.wsgi_app = wsgi_app
+        self.on_ready = on_ready
+        self.on_stopped = on_stopped
+        super().__init__()
+
+    def load_config(self) -> None:
+        opts = self.options
+        worker = type("ServeWorker", (ServeWorker,), {"grace": opts.grace})
+        config: dict[str, Any] = {
+            "bind": [opts.bind],
+            "worker_class": worker,
+            "workers": opts.workers,
+            "threads": opts.threads,
+            # The master's wait before SIGKILL; the worker budgets ``grace``
+            # itself (see _post_fork), the margin covers its runtime stop.
+            "graceful_timeout": math.ceil(opts.grace + _STOP_MARGIN),
+            # The WSGI app is built once in the master: a broken
+            # WSGI_APPLICATION fails before anything forks.
+            "preload_app": True,
+            "proc_name": "toolnexus_serve",
+            "accesslog": "-" if opts.access_log else None,
+            "loglevel": "info",
+            "when_ready": lambda arbiter: self.on_ready(),
+            "pre_fork": _pre_fork,
+            "post_fork": _post_fork,
+            "on_exit": lambda arbiter: self.on_stopped(),
+        }
+        if "control_socket_disable" in self.cfg.settings:
+            # gunicorn >= 25.1 would run a control-socket thread in the master
+            # (so later forks copy a threaded process) at a path shared by
+            # every instance on the machine.
+            config["control_socket_disable"] = True
+        for key, value in config.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Callable[..., Any]:
+        return self.wsgi_app
+
+    def run(self) -> None:
+        ServeArbiter(self).run()
+
+
+def _pre_fork(arbiter: Arbiter, worker: Any) -> None:
+    # A forked worker must not share the master's database sockets.
+    connections.close_all()
+    others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    if others:
+        logger.warning("forking with threads running in the master: %s", ", ".join(others))
+
+
+def _post_fork(arbiter: Arbiter, worker: Any) -> None:
+    # This copy of the config is the worker's own: its HTTP drain gets the
+    # grace, the master (above) waits a little longer before SIGKILL.
+    worker.cfg.set("graceful_timeout", math.ceil(worker.grace))
+
+
+def serve(
+    options: ServeOptions,
+    wsgi_app: Callable[..., Any],
+    on_ready: Callable[[], None] = lambda: None,
+    on_stopped: Callable[[], None] = lambda: None,
+) -> None:
+    """Run gunicorn until it is stopped. Raises ``SystemExit`` -- in the master
+    when it stops, and in every forked worker when that worker ends (so callers
+    must not run clean-up code on the way out of a worker)."""
+    ServeApplication(options, wsgi_app, on_ready, on_stopped).run()

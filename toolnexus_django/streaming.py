@@ -1,0 +1,79 @@
+"""Server-Sent Events for the streaming methods (message/stream,
+SendStreamingMessage, tasks/resubscribe, SubscribeToTask).
+
+Each event is one JSON-RPC response object (``data: {...}``), as the official
+a2a-sdk server sends them; an error after the stream started is sent as
+``event: error`` with a JSON-RPC error object. Quiet periods carry a comment
+(``: keep-alive``) every STREAM_HEARTBEAT seconds.
+
+The body is a plain iterator handed to Django's ``StreamingHttpResponse``:
+under gunicorn's threaded workers each open stream holds one server thread
+(see :mod:`toolnexus_django.a2a.follow` for the bound). When the client goes
+away, the next write fails, the server closes the iterator, and the stream
+stops polling: a vanished client costs nothing more.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from django.http import StreamingHttpResponse
+
+from .a2a.dialects import Dialect
+from .a2a.jsonrpc import INTERNAL_ERROR, RequestId, RpcError, failure, success
+from .a2a.methods import EventStream
+
+logger = logging.getLogger("toolnexus_django.streaming")
+
+KEEP_ALIVE = b": keep-alive\n\n"
+
+
+def _encode(payload: Any) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+class SseBody:
+    """The response body: one SSE event per item of ``stream``."""
+
+    def __init__(self, rid: RequestId, stream: EventStream) -> None:
+        self.rid = rid
+        self.stream = stream
+        self._done = False
+
+    def __iter__(self) -> SseBody:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._done:
+            raise StopIteration
+        try:
+            item = next(self.stream.events)
+        except StopIteration:
+            self.close()
+            raise
+        except Exception as exc:
+            self.close()
+            logger.exception("SSE stream failed")
+            error = exc if isinstance(exc, RpcError) else RpcError(INTERNAL_ERROR, "Internal error")
+            error.details = self.stream.dialect is Dialect.V10
+            return b"event: error\ndata: " + _encode(failure(self.rid, error)) + b"\n\n"
+        if item is None:
+            return KEEP_ALIVE
+        return b"data: " + _encode(success(self.rid, item)) + b"\n\n"
+
+    def close(self) -> None:
+        """Called when the stream ends, and by the server when the response
+        is closed (client gone, server stopping): stops polling at once."""
+        if not self._done:
+            self._done = True
+            self.stream.close()
+
+
+def sse_response(rid: RequestId, stream: EventStream) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(SseBody(rid, stream), content_type="text/event-stream")
+    response["Cache-Control"] = "no-store"
+    # Reverse proxies (nginx) must pass each event on as it comes.
+    response["X-Accel-Buffering"] = "no"
+    return response

@@ -4,6 +4,7 @@ DATABASE_URL      default sqlite:///<repo>/var/db.sqlite3 (also sqlite:////abs/p
                   postgres://user@host:port/name)
 TOOLNEXUS_STORE   default "django" ("memory", "file:<dir>", "django")
 TOOLNEXUS_TASK_BACKEND  unset: the in-process backend; "database": django-tasks-db
+TOOLNEXUS_LEASE_SECONDS / _MAX_ATTEMPTS / _REQUEUE_AFTER / _SWEEP_INTERVAL: recovery timing
 LLM_BASE_URL      unset: a deterministic offline demo model runs in-process
 LLM_STYLE         openai | anthropic (default openai)
 LLM_MODEL         default "demo-model"
@@ -131,6 +132,11 @@ TOOLNEXUS = {
     },
     "CLIENT": _client,
     "TASK_BACKEND": os.environ.get("TOOLNEXUS_TASK_BACKEND") or None,
+    # Recovery timing (the crash tests shorten these).
+    "LEASE_SECONDS": float(os.environ.get("TOOLNEXUS_LEASE_SECONDS", "20")),
+    "MAX_ATTEMPTS": int(os.environ.get("TOOLNEXUS_MAX_ATTEMPTS", "3")),
+    "REQUEUE_AFTER": float(os.environ.get("TOOLNEXUS_REQUEUE_AFTER", "60")),
+    "EXPIRY_SWEEP_INTERVAL": float(os.environ.get("TOOLNEXUS_SWEEP_INTERVAL", "5")),
     # The demo endpoint is open; real projects pick DRF classes here.
     "AUTHENTICATION_CLASSES": [],
     "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],

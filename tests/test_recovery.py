@@ -225,3 +225,24 @@ def test_a_conversation_remembers_earlier_turns_across_a_restart(
     assert [m["role"] for m in fake_llm.requests[2].body["messages"] if m["role"] != "system"] == [
         "user"
     ]
+
+
+def test_a_stopping_worker_releases_its_runs_for_others(
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM
+) -> None:
+    from toolnexus_django.leases import release_runs
+
+    configure(fake_llm, REQUEUE_AFTER=0.01)
+    fake_llm.push(Hang(max_seconds=30), Text("done by the next worker"))
+    task = rpc.send("a long one")
+    fake_llm.wait_held(1)
+    assert release_runs() == [task["id"]]
+    released = get_task_store().get(task["id"])
+    assert released["status"]["state"] == "submitted"
+    assert released["_private"]["attempts"] == 0  # a release is not an interruption
+    assert close_inprocess_backend(timeout=15)  # the run itself stopped
+    fake_llm.release()
+    assert rpc.get(task["id"])["result"]["status"]["state"] == "submitted"
+    assert recover()["requeued"] == [task["id"]]
+    done = rpc.wait(task["id"])
+    assert done["artifacts"][0]["parts"][0]["text"] == "done by the next worker"

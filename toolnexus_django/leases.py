@@ -177,3 +177,39 @@ def keeper() -> LeaseKeeper:
                 _keeper = LeaseKeeper()
             current = _keeper
     return current
+
+
+def release_runs() -> list[str]:
+    """Give back the Tasks this process is still running (a graceful stop
+    whose grace period ran out): each goes back to ``submitted`` — the
+    attempt it used does not count — and its run is stopped. Live workers
+    take them again (recovery re-enqueues submitted Tasks after
+    REQUEUE_AFTER). Returns their ids."""
+    released = []
+    current = keeper()
+    with current._lock:
+        runs = list(current.runs.values())
+    for run in runs:
+        with run.lock:
+            if run.lost:
+                continue
+            resuming = "resuming" in shapes.private(run.version)
+            # A resume goes back to "answered, not yet resumed"; a first run
+            # back to submitted.
+            back = shapes.with_status(run.version, "working" if resuming else "submitted")
+            section = shapes.private(back)
+            section.pop("lease", None)
+            if resuming:
+                section["answer"] = section.pop("resuming")
+            section["attempts"] = max(0, int(section.get("attempts") or 1) - 1)
+            try:
+                won = run.store.compare_and_set(run.version, back)
+            except Exception:
+                logger.exception("Task %s: could not be released", run.task_id)
+                continue
+            run.lost = True
+        run.handle.cancel()
+        if won:
+            logger.info("Task %s: released by a stopping worker", run.task_id)
+            released.append(run.task_id)
+    return released

@@ -14,21 +14,12 @@ import pytest
 
 from tests.conftest import RpcClient
 from tests.fakes import FakeLLM, Text
+from tests.test_serve_command import database_url
 from toolnexus_django.models import TaskRecord
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def database_url() -> str:
-    from django.db import connection
-
-    s = connection.settings_dict
-    if s["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{s['NAME']}"
-    user = s.get("USER") or "postgres"
-    return f"postgres://{user}@{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
 
 
 @pytest.fixture

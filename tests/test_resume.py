@@ -14,6 +14,7 @@ from toolnexus import Answer
 from tests import tools
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Text, ToolCall
+from tests.test_serve_command import database_url
 from toolnexus_django.review import AnswerRefused, answer_task, expire_due
 from toolnexus_django.runtime import shutdown_runtime
 from toolnexus_django.stores import DjangoTaskStore, FileTaskStore, get_task_store
@@ -438,17 +439,6 @@ def test_awaiting_human_signal_and_email(
         f"https://agents.example.com/admin/toolnexus_django/awaitinghumantask/{task['id']}/change/"
         in mail.body
     )
-
-
-def database_url() -> str:
-    """A DATABASE_URL naming the database this test session uses."""
-    from django.db import connection
-
-    s = connection.settings_dict
-    if s["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{s['NAME']}"
-    user = s.get("USER") or "postgres"
-    return f"postgres://{user}@{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
 
 
 def test_concurrent_answers_resume_once_processes(

@@ -1,7 +1,9 @@
 """Signals the app sends.
 
-``run_finished`` — a run stopped: the Task reached ``completed``, ``failed`` or
-``input-required`` (SPEC §7B's onTask). Keyword arguments:
+``run_finished`` — a run stopped: the Task reached ``completed``, ``failed``,
+``input-required`` or ``auth-required`` (SPEC §7B's onTask) — also when a sweep
+gives up an interrupted Task (``failed``, ``result=None``). Not for a cancel,
+which ends the run without an outcome. Keyword arguments:
 
 - ``task_id``: the Task's id
 - ``state``: the state it reached

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from ...conf import toolnexus_settings
 from ...housekeeping import Housekeeper, sweep_once
 
 
@@ -17,10 +18,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--loop", action="store_true", help="Keep sweeping until stopped.")
         parser.add_argument(
-            "--interval", type=float, default=5.0, help="Seconds between sweeps with --loop."
+            "--interval",
+            type=float,
+            default=None,
+            help="Seconds between sweeps with --loop (default EXPIRY_SWEEP_INTERVAL, else 5).",
         )
 
-    def handle(self, *args: Any, loop: bool, interval: float, **options: Any) -> None:
+    def handle(self, *args: Any, loop: bool, interval: float | None, **options: Any) -> None:
         if not loop:
             done = sweep_once()
             for kind in ("expired", "requeued", "resumed", "failed"):
@@ -28,6 +32,8 @@ class Command(BaseCommand):
                 for task_id in done[kind]:
                     self.stdout.write(f"  {task_id}")
             return
+        if interval is None:
+            interval = float(toolnexus_settings.EXPIRY_SWEEP_INTERVAL) or 5.0
         keeper = Housekeeper(interval).start()
         self.stdout.write(f"Sweeping every {interval:g}s (Ctrl-C to stop)")
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from typing import Any
@@ -38,7 +39,13 @@ def json_response(payload: Any, status: int = 200) -> HttpResponse:
 def _classes(value: Any, default: Any) -> list[Any]:
     if value is None:
         return list(default)
-    return [import_string(c) if isinstance(c, str) else c for c in value]
+    return list(_imported(tuple(value)))
+
+
+@functools.lru_cache(maxsize=32)
+def _imported(paths: tuple[Any, ...]) -> tuple[Any, ...]:
+    # Resolved once per distinct setting, not on every request.
+    return tuple(import_string(c) if isinstance(c, str) else c for c in paths)
 
 
 class AgentCardView(APIView):

@@ -67,7 +67,14 @@ TEMPLATES = [
 ]
 
 _database_url = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
-_database = dj_database_url.parse(_database_url, conn_max_age=0)
+# Persistent connections (DATABASE_CONN_MAX_AGE seconds) more than double
+# GetTask throughput under toolnexus_serve (benchmarks/RESULTS.md); the test
+# suite keeps 0 so every thread's connection closes after its work.
+_database = dj_database_url.parse(
+    _database_url,
+    conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
+    conn_health_checks=True,
+)
 if _database["ENGINE"] == "django.db.backends.sqlite3":
     # Request threads and worker threads both write: take the write lock up
     # front (no "database is locked" on upgrade) and wait for it a while.

@@ -258,7 +258,12 @@ def test_a_hung_run_does_not_hold_the_shutdown_past_the_grace(
         server.signal(signal.SIGTERM)
         assert server.wait(timeout=20) == 0
         assert time.monotonic() - t0 < 8, "bounded by --grace, not by the model call"
-    assert stored_state(task_id) == "working"
+        assert "released 1 Task(s) to be run again" in server.output()
+    # Handed back for another worker, not left 'working' until its lease expires.
+    task = DjangoTaskStore().get(task_id)
+    assert task is not None
+    assert task["status"]["state"] == "submitted"
+    assert task["_private"]["attempts"] == 0
 
 
 @pytest.mark.slow

@@ -13,9 +13,10 @@ This module holds the wiring that makes them safe for this app:
 * Ctrl-C and SIGTERM both stop gracefully: workers stop accepting, end
   blocking waits and streams, finish in-flight requests, then give running
   Tasks what is left of ``grace`` seconds. A second Ctrl-C stops at once.
-  Whatever still runs when the grace ends is abandoned (the pools are daemon
-  threads, so exit never hangs on a slow model call); its Task stays
-  ``working`` until its lease expires and a sweep runs it again.
+  A run still going when the grace ends is stopped and its Task released
+  (back to ``submitted``, the attempt not counted) for a sweep to enqueue
+  again; the pools are daemon threads, so exit never hangs on a slow model
+  call.
 """
 
 from __future__ import annotations
@@ -187,26 +188,30 @@ def waiting_stopper() -> Callable[[], None]:
     """What ends this process's blocking sends and SSE streams at their next
     poll, so open streams do not hold the HTTP drain for the whole grace.
     (Imported up front: it is called from a signal handler.)"""
-    try:
-        from .a2a.follow import stop_waiting
-    except ImportError:  # a version without blocking sends / streams
-        return lambda: None
+    from .a2a.follow import stop_waiting
+
     return stop_waiting
 
 
 def stop_background_work(timeout: float) -> bool:
     """Let this process's running Tasks finish (at most ``timeout`` seconds),
     then stop its agent runtime. Returns whether every run finished."""
+    from .leases import release_runs
     from .runtime import shutdown_runtime
     from .tasks import close_inprocess_backend
 
     deadline = time.monotonic() + max(0.0, timeout)
     finished = close_inprocess_backend(timeout=max(0.0, timeout))
     if not finished:
+        # Hand them back now rather than leave them 'working' until their
+        # leases expire: another worker (or this server's next life) runs them.
+        released = release_runs()
         logger.warning(
-            "worker %s: runs still going when the grace period ended are abandoned; "
-            "their Tasks stay 'working' until recovered",
+            "worker %s: the grace period ended with runs still going; released %d "
+            "Task(s) to be run again: %s",
             os.getpid(),
+            len(released),
+            ", ".join(released) or "-",
         )
     # The loop stops at once; what takes time is closing the toolkit (MCP).
     shutdown_runtime(timeout=min(5.0, max(0.5, deadline - time.monotonic())))

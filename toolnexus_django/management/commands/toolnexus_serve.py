@@ -15,7 +15,7 @@ import gunicorn
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.servers.basehttp import get_internal_wsgi_application
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from ...conf import toolnexus_settings
 from ...server import (
@@ -104,7 +104,10 @@ class Command(BaseCommand):
             wsgi_app = get_internal_wsgi_application()
         except ImproperlyConfigured as e:
             raise CommandError(str(e)) from None
-        self.check_migrations()
+        try:
+            self.check_migrations()
+        except DatabaseError as e:  # the store may not even use the database
+            self.stderr.write(f"Could not check migrations: {e}")
         # Nothing opened in this (master) process may leak into the workers.
         connections.close_all()
 

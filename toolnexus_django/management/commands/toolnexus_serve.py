@@ -131,6 +131,13 @@ class Command(BaseCommand):
             f"toolnexus_serve: gunicorn {gunicorn.__version__}, {workers} x {opts.threads} "
             f"threads, at {opts.base_url}/"
         )
+        held = toolnexus_settings.MAX_HELD_REQUESTS
+        if held is None or held >= opts.threads:
+            # Streams and blocking sends each hold a thread: leave some for the rest.
+            self.stderr.write(
+                f"Warning: MAX_HELD_REQUESTS={held} lets waiting requests (streams, blocking "
+                f"sends) take all {opts.threads} threads; use --threads above it."
+            )
         card = agent_card_url(opts.base_url)
         if card:
             self.stdout.write(f"Agent Card: {card}")

@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import Any
 
-from django.db import close_old_connections
+from django.db import InterfaceError, OperationalError, close_old_connections
 
 from .conf import toolnexus_settings
 from .recovery import recover
@@ -53,6 +53,8 @@ class Housekeeper:
             close_old_connections()
             try:
                 sweep_once()
+            except (OperationalError, InterfaceError) as exc:
+                logger.warning("sweep skipped: database unreachable (%s)", str(exc).strip()[:200])
             except Exception:  # a bad sweep must not end the sweeping
                 logger.exception("sweep failed")
             finally:

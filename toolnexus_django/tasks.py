@@ -31,7 +31,7 @@ from .backends import InProcessBackend
 from .compat import InvalidTaskBackendError, Task, task
 from .conf import toolnexus_settings
 from .conversations import get_conversation_store
-from .leases import RunningRun, keeper, new_lease
+from .leases import RunningRun, keeper, lease_seconds, new_lease
 from .runtime import RunDeadlineExceeded, RunHandle, get_runtime
 from .signals import awaiting_human, run_finished
 from .stores import PRIVATE_KEY, DjangoTaskStore, TaskStore, get_task_store
@@ -101,9 +101,13 @@ def _run_claimed(
     except Exception as exc:
         logger.info("Task %s: run failed: %s", claimed["id"], exc, exc_info=True)
         final = shapes.failed(claimed, describe_failure(exc))
+    try:
+        # Still registered while the outcome is written (which may wait out a
+        # database outage): its lease keeps being renewed and this process's
+        # own sweep never takes the Task for a dead worker's.
+        state = finish(run, final, result)
     finally:
         keeper().remove(run)
-    state = finish(run, final, result)
     if state == "completed" and result is not None and remember_as:
         try:
             conversations.remember(get_conversation_store(), remember_as, result.messages)
@@ -198,6 +202,11 @@ def finish(run: RunningRun, final: dict[str, Any], result: Any) -> str:
     shapes.private(final).pop("lease", None)
     try:
         won = _settle_riding_out_outages(run, final)
+    except (OperationalError, InterfaceError):
+        # The database stayed away past OUTAGE_PATIENCE: the Task stays
+        # working and, once its lease lapses, recovery runs it again.
+        logger.error("Task %s: database unreachable; left to recovery", task_id)
+        return "working"
     except Exception as exc:
         # The outcome itself cannot be written (too large, say): record that
         # instead, so the Task is never left working.
@@ -233,7 +242,9 @@ def _settle_riding_out_outages(run: RunningRun, final: dict[str, Any]) -> bool:
             for conn in connections.all(initialized_only=True):
                 conn.close()  # the next query opens a fresh connection
             time.sleep(pause)
-            pause = min(pause * 2, 5.0)
+            # Never wait longer than a renewal period: when the database is
+            # back, this write must beat other workers' recovery.
+            pause = min(pause * 2, max(0.2, lease_seconds() / 3))
 
 
 def settle(task: dict[str, Any], result: Any, *, style: str) -> dict[str, Any]:

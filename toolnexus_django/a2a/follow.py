@@ -28,6 +28,7 @@ from .dialects import Dialect, artifact_event, status_event, stream_task
 #: States a send waits for and a stream ends on: terminal, or waiting on a person.
 SETTLED = shapes.TERMINAL | shapes.AWAITING_HUMAN
 
+
 def backoff(first: float = 0.05, factor: float = 1.5, cap: float = 0.5) -> Iterator[float]:
     delay = first
     while True:

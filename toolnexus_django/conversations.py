@@ -52,8 +52,12 @@ class DjangoConversationStore:
     def save_sync(self, id: str, messages: Messages) -> None:
         from .models import Conversation
 
-        Conversation.objects.using(self.using).update_or_create(
-            context_id=id, defaults={"messages": list(messages)}
+        # One upsert statement, not update_or_create's SELECT + write.
+        Conversation.objects.using(self.using).bulk_create(
+            [Conversation(context_id=id, messages=list(messages))],
+            update_conflicts=True,
+            unique_fields=["context_id"],
+            update_fields=["messages", "updated_at"],
         )
 
     async def get(self, id: str) -> Messages | None:

@@ -217,6 +217,9 @@ def _style_for_path(path: str) -> Style | None:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's backlog of 5 drops connections under a few dozen
+    # concurrent model calls (each retry costs the client about a second).
+    request_queue_size = 128
     fake: FakeLLM
 
     def handle_error(self, request: Any, client_address: Any) -> None:

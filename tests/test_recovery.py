@@ -247,3 +247,32 @@ def test_a_stopping_worker_releases_its_runs_for_others(
     wait_until(lambda: recover()["requeued"] == [task["id"]], timeout=10, what="the requeue")
     done = rpc.wait(task["id"])
     assert done["artifacts"][0]["parts"][0]["text"] == "done by the next worker"
+
+
+@pytest.mark.slow
+def test_a_conversation_continues_in_another_process(
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM, tmp_path: Any
+) -> None:
+    """The first turn runs here; the second in a toolnexus_serve process on the
+    same database: it starts from the first turn's messages."""
+    from tests.conftest import RpcClient as Client
+    from tests.test_serve_command import fake_env, serve
+
+    configure(fake_llm)
+    fake_llm.push(Text("Noted: the project is Apollo."), Text("It is Apollo."))
+    first = rpc.send("Our project is called Apollo.", contextId="ctx-apollo")
+    rpc.wait(first["id"])
+    assert close_inprocess_backend(timeout=15)
+
+    with serve(tmp_path, env=fake_env(fake_llm)) as server:
+        server.wait_ready()
+        other = Client(f"{server.base}/agent/")
+        second = other.send("What is the project called?", contextId="ctx-apollo")
+        done = other.wait(second["id"], timeout=30)
+    assert done["artifacts"][0]["parts"][0]["text"] == "It is Apollo."
+    sent = [(m["role"], m.get("content")) for m in fake_llm.requests[1].body["messages"]]
+    assert [m for m in sent if m[0] != "system"] == [
+        ("user", "Our project is called Apollo."),
+        ("assistant", "Noted: the project is Apollo."),
+        ("user", "What is the project called?"),
+    ]

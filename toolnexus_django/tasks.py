@@ -58,7 +58,15 @@ def job(func: Callable[[str], str]) -> Any:
     try:
         return task(backend=alias)(func)
     except InvalidTaskBackendError:
-        return _LateValidatedTask(func=func, backend=alias)
+        # Every field spelled out: Django 6's Task has no defaults for them.
+        return _LateValidatedTask(
+            func=func,
+            backend=alias,
+            priority=0,
+            queue_name="default",
+            run_after=None,
+            takes_context=False,
+        )
 
 
 @job

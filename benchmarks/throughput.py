@@ -38,7 +38,6 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -50,6 +49,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+# Shared with the server benchmark beside this file (its directory is on
+# sys.path when this runs as a script).
+from servers import free_port, group_cpu_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -219,28 +222,6 @@ class Sqlite:
 
 
 # -- the server ------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def group_cpu_seconds(pgid: int) -> float:
-    """user+system CPU seconds of every live process in group ``pgid`` (Linux)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid:
-            total += int(fields[11]) + int(fields[12])
-    return total / ticks
 
 
 class Server:

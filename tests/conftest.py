@@ -178,6 +178,26 @@ def wait_until(
         time.sleep(interval)
 
 
+# -- authenticated callers ----------------------------------------------------------
+
+
+def basic(username: str, password: str | None = None) -> dict[str, str]:
+    """An HTTP Basic Authorization header (password defaults to "<name>-pw")."""
+    import base64
+
+    secret = f"{username}:{password or f'{username}-pw'}"
+    return {"Authorization": f"Basic {base64.b64encode(secret.encode()).decode()}"}
+
+
+@pytest.fixture
+def users(django_user_model: Any) -> dict[str, Any]:
+    """alice and bob, each with the password "<name>-pw"."""
+    return {
+        name: django_user_model.objects.create_user(name, password=f"{name}-pw")
+        for name in ("alice", "bob")
+    }
+
+
 @pytest.fixture
 def agent_url(live_server: Any) -> str:
     """The agent's JSON-RPC endpoint on the live server (real HTTP)."""

@@ -20,7 +20,7 @@ import toolnexus
 from a2a.types import a2a_pb2
 from google.protobuf.json_format import ParseDict
 
-from tests.conftest import RpcClient, http, wait_until
+from tests.conftest import RpcClient, basic, http, wait_until
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
 from toolnexus_django.a2a import follow
 from toolnexus_django.stores import get_task_store
@@ -99,19 +99,6 @@ class V1Client(RpcClient):
 @pytest.fixture
 def v1(agent_url: str) -> V1Client:
     return V1Client(agent_url)
-
-
-def basic(username: str) -> dict[str, str]:
-    token = base64.b64encode(f"{username}:{username}-pw".encode()).decode()
-    return {"Authorization": f"Basic {token}"}
-
-
-@pytest.fixture
-def users(django_user_model: Any) -> dict[str, Any]:
-    return {
-        name: django_user_model.objects.create_user(name, password=f"{name}-pw")
-        for name in ("alice", "bob")
-    }
 
 
 def with_auth(configure: Any, fake: FakeLLM | None, **kw: Any) -> None:

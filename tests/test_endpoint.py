@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
 import pytest
 
-from tests.conftest import RpcClient, http
+from tests.conftest import RpcClient, basic, http
 from tests.fakes import FakeLLM, Text
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -135,19 +134,6 @@ def test_get_on_the_card_url_and_wrong_methods(live_server: Any, configure: Any)
 
 
 # -- ownership and privacy ----------------------------------------------------------
-
-
-def basic(username: str, password: str) -> dict[str, str]:
-    token = base64.b64encode(f"{username}:{password}".encode()).decode()
-    return {"Authorization": f"Basic {token}"}
-
-
-@pytest.fixture
-def users(django_user_model: Any) -> dict[str, Any]:
-    return {
-        name: django_user_model.objects.create_user(name, password=f"{name}-pw")
-        for name in ("alice", "bob")
-    }
 
 
 def test_the_owner_is_recorded_and_others_cannot_read_the_task(

@@ -122,7 +122,6 @@ class LeaseKeeper:
         self.runs: dict[str, RunningRun] = {}
         self.pid = os.getpid()
         self._lock = threading.Lock()
-        self._wake = threading.Event()  # lets a future stop() end the loop at once
         self._thread: threading.Thread | None = None
 
     def add(self, run: RunningRun) -> None:
@@ -146,7 +145,7 @@ class LeaseKeeper:
     def _loop(self) -> None:
         while True:
             # Tick often enough for the shortest lease; renew only what is due.
-            self._wake.wait(min(1.0, max(0.02, lease_seconds() / 6)))
+            time.sleep(min(1.0, max(0.02, lease_seconds() / 6)))
             now = time.monotonic()
             with self._lock:
                 runs = [run for run in self.runs.values() if run.due <= now]

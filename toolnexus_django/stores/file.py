@@ -1,4 +1,8 @@
-"""One ``<sanitize(id)>.json`` per Task under a directory, written atomically.
+"""One JSON file per Task under a directory, written atomically.
+
+An id ``sanitize`` leaves unchanged lives at ``<id>.json`` (the seed's
+``<sanitize(id)>.json``; every server-made id is a UUID); any other id at
+``<sanitized id, truncated>.<16 hex of its sha256>.json`` (see :func:`file_name`).
 
 A write goes to a fresh temp file in the same directory (unique per writer, so
 two threads saving the same Task never share one), is flushed and fsynced, then
@@ -10,6 +14,7 @@ files are plain JSON, readable by any other process.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -40,13 +45,60 @@ from .base import (
 )
 
 #: File names are limited to 255 bytes on common file systems (ext4, XFS,
-#: APFS, NTFS): with the ".json" suffix, longer ids cannot have a file of
-#: their own, so they are refused on save and unknown on get.
+#: APFS, NTFS): with the ".json" suffix, longer ids that ``sanitize`` leaves
+#: unchanged cannot have a file of their own, so they are refused on save and
+#: unknown on get. (Other ids get a truncated, hashed name: up to MAX_ID_LENGTH.)
 MAX_FILE_ID_LENGTH = min(MAX_ID_LENGTH, 255 - len(".json"))
 
+#: Hex digits of sha256 that set apart the names of ids ``sanitize`` changed.
+HASH_LENGTH = 16
 
 #: The directory-wide lock file writers take (readers never need it).
 LOCK_NAME = ".lock"
+
+
+def file_name(id: str) -> str:
+    """The file name of the Task ``id``: one name per id, no two ids alike.
+
+    Injective: an unchanged id's stem is the id itself and has no ``.``
+    (``sanitize`` never leaves one); a changed id's stem always has a ``.``
+    before its hash, so the two kinds never meet, and changed ids differ in
+    their sha256 (16 hex: 2**64 values; a collision is refused on save).
+    """
+    safe = sanitize(id)
+    if safe == id:
+        return f"{id}.json"
+    digest = hashlib.sha256(id.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_LENGTH]
+    # sanitize() output is ASCII, so characters are bytes: 233 + 1 + 16 + 5 = 255.
+    return f"{safe[: 255 - len('.json') - 1 - HASH_LENGTH]}.{digest}.json"
+
+
+def storable(id: object) -> bool:
+    """Whether ``id`` can have a file: see MAX_FILE_ID_LENGTH."""
+    if not isinstance(id, str) or not id:
+        return False
+    return len(id) <= (MAX_FILE_ID_LENGTH if sanitize(id) == id else MAX_ID_LENGTH)
+
+
+def _read(path: Path) -> Task | None:
+    """The Task in ``path``; None when there is no such file (bad JSON raises)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            task = json.load(f)
+    except FileNotFoundError:
+        return None
+    return task if isinstance(task, dict) else None
+
+
+def _peek(path: Path) -> Task | None:  # like _read, but None for anything unreadable
+    try:
+        return _read(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _holds(task: Task | None, id: str) -> bool:
+    return task is not None and task.get("id") == id
 
 
 class FileTaskStore(TaskStore):
@@ -73,33 +125,44 @@ class FileTaskStore(TaskStore):
                     fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
     def path_for(self, id: str) -> Path:
-        """Where the Task with ``id`` lives. ``sanitize`` maps every character
-        outside ``[a-zA-Z0-9_-]`` to ``_``, so no id can leave the directory."""
+        """Where the Task with ``id`` lives (see :func:`file_name`); the name
+        only ever holds ``[A-Za-z0-9_.-]``, so no id can leave the directory."""
+        return self.dir / file_name(id)
+
+    def legacy_path_for(self, id: str) -> Path | None:
+        """Where releases before injective names kept ``id`` (``<sanitize(id)>.json``),
+        if that differs from :meth:`path_for` and could exist."""
+        if sanitize(id) == id or len(id) > MAX_FILE_ID_LENGTH:
+            return None
         return self.dir / f"{sanitize(id)}.json"
 
     def get(self, id: str) -> Task | None:
-        if not isinstance(id, str) or not id or len(id) > MAX_FILE_ID_LENGTH:
+        if not storable(id):
             return None
-        try:
-            with open(self.path_for(id), encoding="utf-8") as f:
-                task = json.load(f)
-        except FileNotFoundError:
+        new = self.path_for(id)
+        task = _read(new)
+        if _holds(task, id):
+            return task
+        legacy = self.legacy_path_for(id)
+        if legacy is None:
             return None
-        # sanitize() is not injective ("a/b" and "a_b" share a file): only the
-        # Task whose own id matches is returned.
-        if not isinstance(task, dict) or task.get("id") != id:
-            return None
-        return task
+        task = _read(legacy)
+        if _holds(task, id):
+            return task
+        # A writer may have migrated the Task between our two reads; it writes
+        # the new file before the legacy one goes, so it is there by now.
+        task = _read(new)
+        return task if _holds(task, id) else None
 
     def save(self, task: Task) -> None:
         tid = task_id_of(task)
-        if len(tid) > MAX_FILE_ID_LENGTH:
-            raise ValueError(f"Task id longer than {MAX_FILE_ID_LENGTH} characters")
+        if not storable(tid):
+            raise ValueError(f"Task id {tid[:50]!r}… is too long to have a file name")
         with self._locked():
             stored = self.get(tid)
             if state_of(stored) in TERMINAL_STATES:
                 raise TerminalTaskError(tid, state_of(stored))
-            self._write(tid, task)
+            self._put(tid, task)
 
     def compare_and_set(self, expected: Task, new: Task) -> bool:
         tid = task_id_of(new)
@@ -108,22 +171,44 @@ class FileTaskStore(TaskStore):
             if not same_version(stored, expected) or state_of(stored) in TERMINAL_STATES:
                 return False
             bump_revision(expected, new)
-            self._write(tid, new)
+            self._put(tid, new)
             return True
+
+    def _put(self, tid: str, task: Task) -> None:
+        """Write ``task`` at its name (under the lock), migrating legacy files."""
+        target = self.path_for(tid)
+        occupant = _peek(target)
+        other = (occupant or {}).get("id")
+        if occupant is not None and isinstance(other, str) and other != tid:
+            if file_name(other) == target.name:
+                raise ValueError(f"Task ids {tid[:100]!r} and {other[:100]!r} share a file name")
+            # Our name is another Task's legacy file: move that Task to its own
+            # name first (unless it already has one) — never overwrite it.
+            other_path = self.path_for(other)
+            if self.legacy_path_for(other) == target and not other_path.exists():
+                self._write(other_path, occupant)
+        self._write(target, task)
+        legacy = self.legacy_path_for(tid)
+        if legacy is not None and _holds(_peek(legacy), tid):  # never another id's file
+            legacy.unlink(missing_ok=True)
+            self._fsync_dir()
 
     def _all(self) -> list[Task]:
         # Sweeps scan every file: fine for the file store's scale; use the
-        # django store when thousands of Tasks are in flight at once.
-        tasks = []
+        # django store when thousands of Tasks are in flight at once. Each
+        # Task counts once — from the file get() would read it from.
+        tasks: dict[str, Task] = {}
+        legacy: dict[str, Task] = {}
         for path in self.dir.glob("*.json"):
-            try:
-                with open(path, encoding="utf-8") as f:
-                    task = json.load(f)
-            except (OSError, ValueError):
+            task = _peek(path)
+            tid = (task or {}).get("id")
+            if task is None or not isinstance(tid, str) or not storable(tid):
                 continue
-            if isinstance(task, dict) and isinstance(task.get("id"), str):
-                tasks.append(task)
-        return tasks
+            if path.name == file_name(tid):
+                tasks[tid] = task
+            elif path == self.legacy_path_for(tid):
+                legacy[tid] = task
+        return list(tasks.values()) + [t for i, t in legacy.items() if i not in tasks]
 
     def waiting_ids(self, expired_by: datetime | None = None) -> list[str]:
         return select_waiting(self._all(), expired_by)
@@ -133,9 +218,8 @@ class FileTaskStore(TaskStore):
     ) -> list[str]:
         return select_stale(self._all(), now, submitted_before, unleased_before)
 
-    def _write(self, tid: str, task: Task) -> None:
+    def _write(self, target: Path, task: Task) -> None:
         data = json.dumps(task, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        target = self.path_for(tid)
         # The temp name must fit the 255-byte limit too: keep only a readable prefix.
         fd, tmp = tempfile.mkstemp(prefix=f".{target.stem[:64]}.", suffix=".tmp", dir=self.dir)
         try:

@@ -28,7 +28,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from .conf import toolnexus_settings
-from .threads import DaemonThreadPool
+from .threads import DaemonThreadPool, RunBudget, current_budget, within_budget
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +41,9 @@ CLIENT_STYLES = ("openai", "anthropic")
 
 #: How long start-up (building the toolkit: MCP servers, skills) may take.
 START_TIMEOUT = 60.0
-#: Threads for toolnexus's blocking HTTP calls (``asyncio.to_thread``).
+#: Threads for toolnexus's blocking HTTP calls (``asyncio.to_thread``). Calls
+#: of runs that are over (timed out, canceled) do not count; the pool may hold
+#: up to ``threads.CEILING_FACTOR`` times this many threads for them.
 IO_THREADS = 32
 
 
@@ -105,7 +107,48 @@ def build_client(setting: Any = None) -> toolnexus.Client:
         )
     if options.get("style", "openai") not in CLIENT_STYLES:
         raise ImproperlyConfigured(f'TOOLNEXUS["CLIENT"]["style"] must be one of {CLIENT_STYLES}')
+    options["http_transport"] = BudgetedTransport(options.get("http_transport"))
     return toolnexus.create_client(**options)
+
+
+class AbandonedCall(TimeoutError):
+    """A model call was about to start for a run that is already over.
+
+    A TimeoutError, so toolnexus handles it like a network timeout."""
+
+
+class BudgetedTransport:
+    """toolnexus's HTTP transport (or the one configured), with each model
+    call's timeout clamped to what is left of the run's budget.
+
+    Works around toolnexus: it derives the per-request urllib timeout from its
+    own ``timeout_ms`` (or 120 s without one) and knows nothing of
+    RUN_TIMEOUT, and a blocked urllib call cannot be interrupted; so a silent
+    model would hold an IO thread long after the run gave up. ``http_transport``
+    is its public hook; this only delegates, with a shorter timeout.
+    """
+
+    def __init__(self, inner: Any = None) -> None:
+        self.inner = inner if inner is not None else toolnexus.UrllibTransport()
+
+    def _clamp(self, timeout: float) -> float:
+        budget = current_budget()
+        if budget is None:
+            return timeout
+        left = budget.remaining()
+        if budget.abandoned or (left is not None and left <= 0):
+            raise AbandonedCall("the run is over (RUN_TIMEOUT passed, or it was canceled)")
+        return timeout if left is None else min(timeout, left)
+
+    def post(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
+    ) -> Any:
+        return self.inner.post(url, headers, payload, self._clamp(timeout))
+
+    def open(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
+    ) -> Any:
+        return self.inner.open(url, headers, payload, self._clamp(timeout))
 
 
 class RunHandle:
@@ -117,24 +160,35 @@ class RunHandle:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._event: asyncio.Event | None = None
+        self._budgets: list[RunBudget] = []
         self.cancelled = False
 
     def token(self) -> asyncio.Event:
-        """The run's cancel token (call on the runtime's loop)."""
+        """The run's cancel token (call on the runtime's loop, inside the run)."""
+        # Taken inside the run's AgentRuntime.call: remember that run's budget,
+        # so a cancel also frees the IO capacity its abandoned model call holds.
+        budget = current_budget()
         with self._lock:
+            if budget is not None and budget not in self._budgets:
+                self._budgets.append(budget)
             if self._event is None:
                 self._loop = asyncio.get_running_loop()
                 self._event = asyncio.Event()
                 if self.cancelled:
                     self._event.set()
-            return self._event
+            event, cancelled = self._event, self.cancelled
+        if cancelled and budget is not None:
+            budget.abandon()
+        return event
 
     def cancel(self) -> None:
         with self._lock:
             self.cancelled = True
-            loop, event = self._loop, self._event
+            loop, event, budgets = self._loop, self._event, list(self._budgets)
         if loop is not None and event is not None and not loop.is_closed():
             loop.call_soon_threadsafe(event.set)
+        for budget in budgets:
+            budget.abandon()
 
 
 class RunDeadlineExceeded(Exception):
@@ -234,15 +288,32 @@ class AgentRuntime:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the runtime's loop and wait (at most ``timeout`` s)."""
-        future = self.submit(coro)
+        """Run ``coro`` on the runtime's loop and wait (at most ``timeout`` s).
+
+        The coroutine runs within a :class:`RunBudget` of ``timeout``: model
+        calls it makes are clamped to it (:class:`BudgetedTransport`), and
+        once this returns or raises, whatever it left running on the IO pool
+        no longer counts against the pool's size."""
+        budget = RunBudget(timeout)
+        try:
+            future = self.submit(_within(budget, coro))
+        except RuntimeError:
+            coro.close()  # never started: no "never awaited" warning
+            raise
         try:
             return future.result(timeout)
-        except TimeoutError:
-            if future.done():  # the run itself raised one (toolnexus.RunTimeout is a TimeoutError)
-                raise
-            future.cancel()
-            raise RunDeadlineExceeded(timeout) from None
+        except Exception as exc:
+            if not future.done():  # still running at the deadline
+                future.cancel()
+                raise RunDeadlineExceeded(timeout) from None
+            left = budget.remaining()
+            if left is not None and left <= 0:
+                # It failed at its deadline: a model call the clamp cut short
+                # (a socket timeout) racing the wait above. Same outcome.
+                raise RunDeadlineExceeded(timeout) from exc
+            raise  # the run's own error (toolnexus.RunTimeout is a TimeoutError)
+        finally:
+            budget.abandon()  # nobody waits for the run's work any more
 
     def run(
         self,
@@ -262,6 +333,13 @@ class AgentRuntime:
             return await client.run(text, toolkit, history=history, cancel=cancel)
 
         return self.call(run(), timeout)
+
+
+async def _within(budget: RunBudget, coro: Coroutine[Any, Any, T]) -> T:
+    # Set inside the run's own task (a copy of the context): to_thread and
+    # run_in_executor, called from here, see it; nothing outside the run does.
+    with within_budget(budget):
+        return await coro
 
 
 _lock = threading.Lock()

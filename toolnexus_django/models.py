@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from django.conf import settings
@@ -11,6 +9,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from .stores.base import AWAITING_HUMAN_STATES, TERMINAL_STATES
+from .strictjson import StorageJSONEncoder
 
 
 class TaskState(models.TextChoices):
@@ -26,20 +25,9 @@ class TaskState(models.TextChoices):
     REJECTED = "rejected", _("rejected")
 
 
-# An escaped NUL (\u0000) not itself preceded by an escaping backslash.
-_ESCAPED_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
-
-
-class NulSafeJSONEncoder(json.JSONEncoder):
-    """PostgreSQL's jsonb refuses the NUL character anywhere in a document, and
-    a peer's text or a tool's output can carry one. It is stored as U+FFFD on
-    every database alike, so a Task never fails to save because of it."""
-
-    def encode(self, o: Any) -> str:
-        text = super().encode(o)
-        if "\\u0000" not in text:
-            return text
-        return _ESCAPED_NUL.sub(r"\1\\ufffd", text)
+#: The encoder of the app's JSON fields (NUL, lone surrogates and NaN never
+#: reach the database). The old name stays importable: migration 0001 uses it.
+NulSafeJSONEncoder = StorageJSONEncoder
 
 
 class TaskRecordQuerySet(models.QuerySet["TaskRecord"]):
@@ -75,9 +63,9 @@ class TaskRecord(models.Model):
         on_delete=models.CASCADE,
         related_name="toolnexus_tasks",
     )
-    task = models.JSONField(_("task"), default=dict, encoder=NulSafeJSONEncoder)
+    task = models.JSONField(_("task"), default=dict, encoder=StorageJSONEncoder)
     private = models.JSONField(
-        _("server-side data"), default=dict, blank=True, encoder=NulSafeJSONEncoder
+        _("server-side data"), default=dict, blank=True, encoder=StorageJSONEncoder
     )
     #: Bumped by every guarded transition (compare-and-set on this column).
     revision = models.PositiveBigIntegerField(_("revision"), default=0)

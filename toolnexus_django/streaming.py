@@ -15,23 +15,18 @@ stops polling: a vanished client costs nothing more.
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import Any
 
 from django.http import StreamingHttpResponse
 
 from .a2a.dialects import Dialect
 from .a2a.jsonrpc import INTERNAL_ERROR, RequestId, RpcError, failure, success
 from .a2a.methods import EventStream
+from .strictjson import dumps
 
 logger = logging.getLogger("toolnexus_django.streaming")
 
 KEEP_ALIVE = b": keep-alive\n\n"
-
-
-def _encode(payload: Any) -> bytes:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class SseBody:
@@ -58,10 +53,10 @@ class SseBody:
             logger.exception("SSE stream failed")
             error = exc if isinstance(exc, RpcError) else RpcError(INTERNAL_ERROR, "Internal error")
             error.details = self.stream.dialect is Dialect.V10
-            return b"event: error\ndata: " + _encode(failure(self.rid, error)) + b"\n\n"
+            return b"event: error\ndata: " + dumps(failure(self.rid, error)) + b"\n\n"
         if item is None:
             return KEEP_ALIVE
-        return b"data: " + _encode(success(self.rid, item)) + b"\n\n"
+        return b"data: " + dumps(success(self.rid, item)) + b"\n\n"
 
     def close(self) -> None:
         """Called when the stream ends, and by the server when the response

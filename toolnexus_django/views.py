@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse
 from django.http.response import HttpResponseBase
@@ -23,17 +23,15 @@ from .a2a.methods import CallContext, EventStream, dispatch
 from .conf import toolnexus_settings
 from .stores import get_task_store
 from .streaming import sse_response
+from .strictjson import dumps
 from .tasks import schedule_fulfilment
 
 logger = logging.getLogger("toolnexus_django.views")
 
 
 def json_response(payload: Any, status: int = 200) -> HttpResponse:
-    return HttpResponse(
-        json.dumps(payload, ensure_ascii=False, separators=(",", ":")),
-        status=status,
-        content_type="application/json",
-    )
+    # Strict JSON whatever the payload holds (see strictjson).
+    return HttpResponse(dumps(payload), status=status, content_type="application/json")
 
 
 def _classes(value: Any, default: Any) -> list[Any]:
@@ -48,8 +46,17 @@ def _imported(paths: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(import_string(c) if isinstance(c, str) else c for c in paths)
 
 
+def _speaks_v1(request: Request) -> bool:
+    """Whether the caller asked for A2A v1.0 (its errors carry typed details)."""
+    return str(request.headers.get("A2A-Version") or "").strip().startswith("1")
+
+
 class AgentCardView(APIView):
-    """``GET <prefix>/.well-known/agent-card.json`` — public, like any A2A card."""
+    """``GET <prefix>/.well-known/agent-card.json`` — public, like any A2A card.
+
+    It declares how to authenticate to the JSON-RPC endpoint: the security
+    schemes of that endpoint's authentication classes (see a2a/card.py).
+    """
 
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
@@ -96,7 +103,14 @@ class JsonRpcView(APIView):
         try:
             body = request.body
         except RequestDataTooBig:
-            return json_response(failure(None, RpcError(INVALID_REQUEST, "Request too large")))
+            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+            too_big = RpcError(
+                INVALID_REQUEST,
+                f"Invalid Request: the body is larger than {limit} bytes",
+                data={"limit": limit},
+                details=_speaks_v1(request),
+            )
+            return json_response(failure(None, too_big))
         rid = None
         try:
             rpc = parse_request(body)

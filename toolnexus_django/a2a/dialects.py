@@ -30,7 +30,7 @@ import re
 from typing import Any
 
 from ..stores.base import Task
-from . import v1
+from . import parts, v1
 from .jsonrpc import METHOD_NOT_FOUND, VERSION_NOT_SUPPORTED, RpcError
 
 
@@ -137,10 +137,31 @@ def check_version(header: str | None) -> None:
 
 
 def public_task(task: Task) -> Task:
-    """The public part of a stored Task, in the canonical shape."""
+    """The public part of a stored Task, in the canonical shape. Parts that
+    are not valid (stored before parts were checked) are left out."""
     out: dict[str, Any] = {k: task[k] for k in PUBLIC_TASK_KEYS if k in task}
-    status = task.get("status") or {}
+    tid = str(task.get("id") or "")
+    status = task.get("status")
+    status = status if isinstance(status, dict) else {}
     out["status"] = {k: status[k] for k in PUBLIC_STATUS_KEYS if k in status}
+    if "message" in out["status"]:
+        message = parts.readable_message(out["status"]["message"], tid)
+        if message is None:
+            del out["status"]["message"]
+        else:
+            out["status"]["message"] = message
+    if "history" in out:
+        history = out["history"] if isinstance(out["history"], list) else []
+        out["history"] = [m for m in (parts.readable_message(m, tid) for m in history) if m]
+    if "artifacts" in out:
+        artifacts = out["artifacts"] if isinstance(out["artifacts"], list) else []
+        out["artifacts"] = [
+            a if a.get("parts") is None else {**a, "parts": parts.readable(a["parts"], tid)}
+            for a in artifacts
+            if isinstance(a, dict)
+        ]
+    if "metadata" in out and not isinstance(out["metadata"], dict):
+        del out["metadata"]
     out.setdefault("kind", "task")
     return out
 
@@ -207,6 +228,8 @@ def status_event(task: Task, dialect: Dialect, *, final: bool) -> dict[str, Any]
 
 def artifact_event(task: Task, artifact: dict[str, Any], dialect: Dialect) -> dict[str, Any]:
     """A TaskArtifactUpdateEvent carrying one whole artifact."""
+    if isinstance(artifact.get("parts"), list):
+        artifact = {**artifact, "parts": parts.readable(artifact["parts"], str(task["id"]))}
     if dialect is Dialect.V10:
         return {
             "artifactUpdate": {

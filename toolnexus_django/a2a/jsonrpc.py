@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,9 +75,13 @@ class RpcError(Exception):
 
 
 def _metadata_value(value: Any) -> str:
-    if isinstance(value, (list, tuple)):
+    # ErrorInfo.metadata is a map of strings: a list of scalars reads as
+    # "a,b"; anything richer is carried as its JSON text.
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) for v in value):
         return ",".join(str(v) for v in value)
-    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def error_details(code: int, data: Any = None) -> list[dict[str, Any]]:
@@ -102,17 +107,88 @@ class RpcRequest:
     params: Any
 
 
+#: Containers nested deeper than this are refused (-32600): nothing the
+#: protocol sends comes close, and every later step (storage, rendering,
+#: schema checks) may recurse over what is stored.
+MAX_NESTING = 64
+
+
+class _NonFinite:
+    """What ``NaN``, ``Infinity`` and numbers too large for a float parse to."""
+
+    def __repr__(self) -> str:
+        return "<non-finite number>"
+
+
+NON_FINITE = _NonFinite()
+
+
 def _valid_id(value: Any) -> bool:
     # JSON-RPC ids are strings, numbers or null (never booleans, objects, arrays).
     return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
 
 
-def parse_request(body: bytes) -> RpcRequest:
-    """Parse one JSON-RPC request object, or raise :class:`RpcError`."""
+def _has_lone_surrogate(value: str) -> bool:
     try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _scan(payload: Any) -> tuple[int, bool, bool]:
+    """(depth, non-finite number seen, lone surrogate seen) of a parsed body,
+    without recursion; stops early once the depth is over the limit."""
+    depth, non_finite, surrogate = 0, False, False
+    stack: list[tuple[Any, int]] = [(payload, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, str):
+            surrogate = surrogate or _has_lone_surrogate(value)
+        elif value is NON_FINITE:
+            non_finite = True
+        elif isinstance(value, (dict, list)):
+            depth = max(depth, level)
+            if depth > MAX_NESTING:
+                break
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    surrogate = surrogate or _has_lone_surrogate(key)
+                    stack.append((item, level + 1))
+            else:
+                stack.extend((item, level + 1) for item in value)
+    return depth, non_finite, surrogate
+
+
+def _float(text: str) -> Any:
+    value = float(text)
+    return value if math.isfinite(value) else NON_FINITE
+
+
+def _loads(body: bytes) -> Any:
+    """Parse ``body`` as UTF-8 JSON; NaN/Infinity/1e400 become NON_FINITE."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RpcError(PARSE_ERROR, "Parse error: the body is not valid UTF-8") from None
+    try:
+        return json.loads(text, parse_constant=lambda _: NON_FINITE, parse_float=_float)
+    except RecursionError:
+        raise RpcError(
+            PARSE_ERROR, f"Parse error: the body is nested deeper than {MAX_NESTING} levels"
+        ) from None
+    except ValueError:
         raise RpcError(PARSE_ERROR, "Parse error: the body is not valid JSON") from None
+
+
+def parse_request(body: bytes) -> RpcRequest:
+    """Parse one JSON-RPC request object, or raise :class:`RpcError`.
+
+    Only strict JSON gets through: a non-finite id is -32600 (``id: null``), a
+    non-finite number anywhere else -32602, a lone surrogate -32600, nesting
+    past :data:`MAX_NESTING` -32600 — so nothing later can fail to store or
+    to encode what was accepted."""
+    payload = _loads(body)
     if isinstance(payload, list):
         raise RpcError(
             INVALID_REQUEST,
@@ -121,8 +197,26 @@ def parse_request(body: bytes) -> RpcRequest:
     if not isinstance(payload, dict):
         raise RpcError(INVALID_REQUEST, "Invalid Request: expected a JSON-RPC request object")
     rid = payload.get("id")
+    if rid is NON_FINITE:
+        raise RpcError(INVALID_REQUEST, "Invalid Request: id must be a finite number")
     if not _valid_id(rid):
         raise RpcError(INVALID_REQUEST, "Invalid Request: id must be a string, a number or null")
+    if isinstance(rid, str) and _has_lone_surrogate(rid):
+        raise RpcError(INVALID_REQUEST, "Invalid Request: id is not valid Unicode")
+    depth, non_finite, surrogate = _scan(payload)
+    if depth > MAX_NESTING:
+        raise RpcError(
+            INVALID_REQUEST,
+            f"Invalid Request: the body is nested deeper than {MAX_NESTING} levels",
+            data={"maxNesting": MAX_NESTING},
+            id=rid,
+        )
+    if surrogate:
+        raise RpcError(
+            INVALID_REQUEST,
+            "Invalid Request: the body contains a lone UTF-16 surrogate (not valid Unicode)",
+            id=rid,
+        )
     if payload.get("jsonrpc") != "2.0":
         raise RpcError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', id=rid)
     method = payload.get("method")
@@ -131,6 +225,12 @@ def parse_request(body: bytes) -> RpcRequest:
     params = payload.get("params")
     if params is not None and not isinstance(params, (dict, list)):
         raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object", id=rid)
+    if non_finite:
+        raise RpcError(
+            INVALID_PARAMS,
+            "Invalid params: NaN, Infinity and numbers too large for a double are not JSON",
+            id=rid,
+        )
     return RpcRequest(id=rid, method=method, params=params)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..stores import TaskStore
-from . import follow, shapes, v1
+from . import follow, parts, shapes, v1
 from .dialects import Dialect, render_task, resolve
 from .jsonrpc import (
     EXTENDED_CARD_NOT_CONFIGURED,
@@ -104,6 +104,25 @@ def _own_task(ctx: CallContext, task_id: str) -> dict[str, Any]:
     return task
 
 
+#: The longest contextId, taskId or messageId a message may carry.
+MAX_ID_CHARS = 255
+
+
+def _check_id_field(message: dict[str, Any], key: str) -> None:
+    """A message's id fields are strings of at most MAX_ID_CHARS with no NUL
+    (no database can index one), the same on every store."""
+    value = message.get(key)
+    if value is None or (value == "" and key != "taskId"):  # "" is "not given" there
+        return
+    if not isinstance(value, str) or not value:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: message.{key} must be a non-empty string")
+    if len(value) > MAX_ID_CHARS or "\x00" in value:
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid params: message.{key} must be at most {MAX_ID_CHARS} characters, without NUL",
+        )
+
+
 def _configuration(params: dict[str, Any]) -> dict[str, Any]:
     configuration = params.get("configuration")
     if configuration is None:
@@ -157,11 +176,9 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
         raise RpcError(INVALID_PARAMS, "Invalid params: params.message must be an object")
     if dialect is Dialect.V10:
         message = v1.message_from_v1(message)
-    if not isinstance(message.get("parts"), list):
-        raise RpcError(INVALID_PARAMS, "Invalid params: params.message.parts must be an array")
-    context_id = message.get("contextId")
-    if context_id is not None and (not isinstance(context_id, str) or len(context_id) > 255):
-        raise RpcError(INVALID_PARAMS, "Invalid params: contextId must be a string")
+    parts.check(message.get("parts"))
+    for key in ("contextId", "taskId", "messageId"):
+        _check_id_field(message, key)
     configuration = _configuration(params)
     history_length = _history_length(configuration.get("historyLength"))
     blocking = not streaming and _blocking(configuration, dialect)

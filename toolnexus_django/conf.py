@@ -103,10 +103,33 @@ DEFAULTS: dict[str, Any] = {
     # server thread); past it streams are refused "busy" and blocking sends
     # return at once. None = no limit.
     "MAX_HELD_REQUESTS": 4,
+    # Who may answer a pending Request, by its kind ("*" = any other kind):
+    # "reviewer" (the admin, or code acting for a user with the answer_task
+    # permission), "requester" (the Task's owner, by an A2A message carrying
+    # the taskId), or a list of both.
+    "ANSWERERS": {
+        "approval": ["reviewer"],
+        "authorization": ["reviewer"],
+        "*": ["requester", "reviewer"],
+    },
+    # The same per tool name, for the Requests that tool makes; it wins over
+    # ANSWERERS and over a tool's own data["answerers"].
+    "TOOL_ANSWERERS": {},
+    # Bounds on what a Task stores. A run's final text (and any one message
+    # of a stored transcript) longer than MAX_OUTPUT_CHARS is cut with a
+    # visible marker; a Task keeps its last MAX_HISTORY_MESSAGES messages; a
+    # conversation remembers its last MAX_MEMORY_MESSAGES model messages.
+    "MAX_OUTPUT_CHARS": 1_000_000,
+    "MAX_HISTORY_MESSAGES": 100,
+    "MAX_MEMORY_MESSAGES": 200,
+    # The Agent Card's security schemes: None = derived from the endpoint's
+    # authentication classes; or a dict {name: scheme} in the A2A v0.3
+    # (OpenAPI) form, e.g. {"bearer": {"type": "http", "scheme": "bearer"}}.
+    "SECURITY_SCHEMES": None,
 }
 
 #: Nested dict settings whose missing keys fall back to the defaults above.
-_NESTED = ("AGENT", "TOOLKIT", "CLIENT")
+_NESTED = ("AGENT", "TOOLKIT", "CLIENT", "ANSWERERS")
 
 
 class ToolnexusSettings:

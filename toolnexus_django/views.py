@@ -65,7 +65,11 @@ class AgentCardView(APIView):
         namespace = request.resolver_match.namespace if request.resolver_match else ""
         name = f"{namespace}:rpc" if namespace else "rpc"
         endpoint = request.build_absolute_uri(reverse(name))
-        return json_response(build_card(endpoint))
+        # The JSON-RPC endpoint's classes (JsonRpcView.get_authenticators), not this view's.
+        rpc_auth = _classes(
+            toolnexus_settings.AUTHENTICATION_CLASSES, api_settings.DEFAULT_AUTHENTICATION_CLASSES
+        )
+        return json_response(build_card(endpoint, rpc_auth))
 
 
 class JsonRpcView(APIView):

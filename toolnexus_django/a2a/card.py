@@ -5,11 +5,23 @@ One card for every client: the legacy ``url`` / ``protocolVersion`` /
 clients read, plus ``supportedInterfaces`` for v1.0 clients, listing the one
 JSON-RPC endpoint once per protocol version it speaks (the official a2a-sdk
 client picks the 1.0 entry, or the 0.3 one for its compat transport).
+
+Security is declared the same way: ``securitySchemes`` maps each name to the
+v0.3 (OpenAPI) object *plus* its v1.0 wrapper key, e.g. ``{"type": "http",
+"scheme": "basic", "httpAuthSecurityScheme": {"scheme": "basic"}}`` (v0.3
+readers ignore the wrapper; a v1.0 reader ignores the rest; the a2a-sdk pops
+``type`` and wraps, and ignores the nested copy), and the requirements appear
+as v0.3 ``security`` and v1.0 ``securityRequirements``: one per scheme, any one
+suffices. The schemes are ``TOOLNEXUS["SECURITY_SCHEMES"]`` when set, else
+derived from the endpoint's DRF authentication classes (:func:`scheme_for`).
 """
 
 from __future__ import annotations
 
+import copy
+import logging
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import toolnexus
@@ -21,8 +33,22 @@ PROTOCOL_VERSION = "0.3.0"
 #: (protocolBinding, protocolVersion) of each entry of supportedInterfaces.
 INTERFACES = (("JSONRPC", "1.0"), ("JSONRPC", "0.3"))
 
+#: A v0.3 security scheme's ``type`` -> the key of its v1.0 ``SecurityScheme`` oneof.
+V1_SCHEME_KEYS = {
+    "apiKey": "apiKeySecurityScheme",
+    "http": "httpAuthSecurityScheme",
+    "oauth2": "oauth2SecurityScheme",
+    "openIdConnect": "openIdConnectSecurityScheme",
+    "mutualTLS": "mtlsSecurityScheme",
+}
+
+logger = logging.getLogger("toolnexus_django.card")
+
 _lock = threading.Lock()
 _skills_cache: list[dict[str, Any]] | None = None
+_security_lock = threading.Lock()
+#: Authentication classes -> the card's security fields (cleared on reload).
+_security_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
 
 
 def card_skills() -> list[dict[str, Any]]:
@@ -57,11 +83,112 @@ def _forget_skills() -> None:
         _skills_cache = None
 
 
+def _forget_security() -> None:
+    with _security_lock:
+        _security_cache.clear()
+
+
 toolnexus_settings.on_reload(_forget_skills)
+toolnexus_settings.on_reload(_forget_security)
 
 
-def build_card(endpoint_url: str) -> dict[str, Any]:
-    """The Agent Card; ``endpoint_url`` is the absolute JSON-RPC endpoint."""
+def scheme_for(auth_class: Any) -> tuple[str, dict[str, Any]] | None:
+    """The ``(name, v0.3 scheme)`` a DRF authentication class is declared as,
+    or None for nothing:
+
+    1. its own ``a2a_security_scheme(self)`` hook, when it has one (None = none);
+    2. else its ``WWW-Authenticate`` challenge (``authenticate_header``):
+       ``Basic`` -> HTTP basic, ``Bearer`` (simplejwt, TokenAuthentication with
+       keyword "Bearer") -> HTTP bearer, any other word W (TokenAuthentication's
+       "Token") -> an API key in the ``Authorization`` header, sent as "W <key>";
+    3. no challenge (SessionAuthentication, RemoteUserAuthentication) -> None:
+       a session also needs a CSRF token on every POST, which A2A clients do
+       not send.
+    """
+    try:
+        auth = auth_class()
+        hook = getattr(auth, "a2a_security_scheme", None)
+        if callable(hook):
+            found = hook()
+            if found is None:
+                return None
+            name, scheme = found
+            if not isinstance(name, str) or not isinstance(scheme, dict):
+                raise TypeError(f"returned {found!r}, not (name, scheme dict) or None")
+            return name, scheme
+        challenge = auth.authenticate_header(None)
+    except Exception:
+        # The card is public and served on every discovery: never fail it.
+        logger.exception("no security scheme for %r", auth_class)
+        return None
+    word = str(challenge or "").split(" ", 1)[0]
+    if word.lower() in ("basic", "bearer"):
+        return word.lower(), {"type": "http", "scheme": word.lower()}
+    if not word:
+        return None
+    return word.lower(), {
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": f"Send the header `Authorization: {word} <key>`.",
+    }
+
+
+def both_forms(scheme: dict[str, Any]) -> dict[str, Any]:
+    """A v0.3 scheme that also carries its v1.0 form under its wrapper key."""
+    key = V1_SCHEME_KEYS.get(scheme.get("type", ""))
+    if key is None:
+        return dict(scheme)
+    inner = {
+        k: v
+        for k, v in scheme.items()
+        if k not in ("type", "in") and k not in V1_SCHEME_KEYS.values()
+    }
+    if "in" in scheme:
+        inner["location"] = scheme["in"]
+    return {**scheme, key: inner}
+
+
+def _security(auth_classes: tuple[Any, ...]) -> dict[str, Any]:
+    configured = toolnexus_settings.SECURITY_SCHEMES
+    schemes: dict[str, dict[str, Any]] = {}
+    if configured is not None:
+        # The setting replaces the derived schemes entirely ({} = declare none).
+        for name, scheme in (configured if isinstance(configured, dict) else {}).items():
+            if isinstance(scheme, dict):
+                schemes[str(name)] = scheme
+        if schemes != configured:
+            logger.warning("TOOLNEXUS['SECURITY_SCHEMES'] is not a dict of dicts: ignored in part")
+    else:
+        for cls in auth_classes:
+            found = scheme_for(cls)
+            if found is not None:
+                schemes.setdefault(*found)  # two bearer classes: one "bearer"
+    if not schemes:
+        return {}
+    return {
+        "securitySchemes": {name: both_forms(s) for name, s in schemes.items()},
+        "security": [{name: []} for name in schemes],
+        "securityRequirements": [{"schemes": {name: {"list": []}}} for name in schemes],
+    }
+
+
+def security_fields(auth_classes: Sequence[Any]) -> dict[str, Any]:
+    """The card's ``securitySchemes`` / ``security`` / ``securityRequirements``
+    for an endpoint with these authentication classes ({} = none). Derived once
+    per distinct classes and setting; each call gets its own copy."""
+    key = tuple(auth_classes)
+    with _security_lock:
+        cached = _security_cache.get(key)
+        if cached is None:
+            cached = _security_cache[key] = _security(key)
+    # A copy: callers (the a2a-sdk's parser, say) may mutate what they get.
+    return copy.deepcopy(cached)
+
+
+def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str, Any]:
+    """The Agent Card; ``endpoint_url`` is the absolute JSON-RPC endpoint,
+    ``auth_classes`` its DRF authentication classes."""
     agent = toolnexus_settings.AGENT
     card: dict[str, Any] = {
         "name": agent.get("name") or "toolnexus-agent",
@@ -81,4 +208,5 @@ def build_card(endpoint_url: str) -> dict[str, Any]:
     }
     if agent.get("provider"):
         card["provider"] = agent["provider"]
+    card.update(security_fields(auth_classes))
     return card

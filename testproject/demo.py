@@ -1,8 +1,13 @@
-"""The demo agent's parts: a native tool that asks a person before acting, and
-a deterministic offline model for when no LLM_BASE_URL is set."""
+"""The demo agent's parts: two native tools that stop for a person —
+``file_expense`` asks a *reviewer* to approve (kind ``approval``: the
+requester can never approve its own claim), ``ask_requester`` asks the
+*requester* for missing details (kind ``input``, answered by a message with
+the taskId, or by a reviewer) — and a deterministic offline model for when
+no LLM_BASE_URL is set."""
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from typing import Any
@@ -48,6 +53,45 @@ def _file_expense(
 
 file_expense = toolnexus.tool(name="file_expense")(_file_expense)
 
+#: What ask_requester's answer must look like: ``output`` is toolnexus's key
+#: for a plain-text answer, so a text message answers it as well as a data part.
+DETAILS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "output": {
+            "type": "string",
+            "minLength": 1,
+            "title": "Details",
+            "description": "The missing details, in your own words.",
+        },
+    },
+    "required": ["output"],
+    "additionalProperties": False,
+}
+
+
+def _ask_requester(question: str, ctx: ToolContext | None = None) -> ToolResult | str:
+    """Ask the requester (the peer that sent this task) for missing details,
+    and wait for their answer. Use it when the request leaves out something
+    only they can say."""
+    answer = ctx.answer if ctx is not None else None
+    if answer is None:
+        return toolnexus.pending(
+            kind="input",
+            id=f"ask-{uuid.uuid4()}",
+            prompt=question,
+            data={"tool": "ask_requester", "schema": DETAILS_SCHEMA},
+        )
+    if not answer.ok:
+        return f"The requester did not answer ({answer.reason or 'declined'})."
+    details = (answer.data or {}).get("output")
+    if not isinstance(details, str):
+        details = json.dumps(answer.data, ensure_ascii=False)
+    return f"The requester says: {details}"
+
+
+ask_requester = toolnexus.tool(name="ask_requester")(_ask_requester)
+
 _AMOUNT = re.compile(r"(\d+(?:\.\d+)?)")
 
 
@@ -64,12 +108,22 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str:
 
 def demo_generate(request: dict[str, Any]) -> dict[str, Any]:
     """A deterministic stand-in model: expense requests call ``file_expense``,
-    tool results are reported back, anything else gets a short summary."""
+    trips call ``ask_requester``, tool results are reported back, anything
+    else gets a short summary."""
     messages = request.get("messages") or []
     last = messages[-1] if messages else {}
     if last.get("role") == "tool":
         return {"content": f"Done. {last.get('content', '')}"}
     text = _last_user_text(messages)
+    if "trip" in text.lower():
+        return {
+            "tool_calls": [
+                {
+                    "name": "ask_requester",
+                    "arguments": {"question": "Where to, and on which dates?"},
+                }
+            ]
+        }
     match = _AMOUNT.search(text)
     if "expense" in text.lower() and match:
         return {

@@ -135,7 +135,7 @@ TOOLNEXUS = {
     "TOOLKIT": {
         "skills_dir": BASE_DIR / "testproject" / "skills",
         "builtins": False,
-        "tools": ["testproject.demo.file_expense"],
+        "tools": ["testproject.demo.file_expense", "testproject.demo.ask_requester"],
     },
     "CLIENT": _client,
     "TASK_BACKEND": os.environ.get("TOOLNEXUS_TASK_BACKEND") or None,

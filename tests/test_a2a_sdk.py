@@ -33,7 +33,11 @@ from a2a.types.a2a_pb2 import (
     Task,
     TaskState,
 )
-from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
+from a2a.utils.errors import (
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
 
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
 from tests.test_serve_command import fake_env, serve
@@ -41,6 +45,7 @@ from tests.test_serve_command import fake_env, serve
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 EXPENSE = ToolCall("file_expense", {"amount": 12.5, "description": "taxi"})
+ASK = ToolCall("ask_requester", {"question": "Where to, and on which dates?"})
 TRANSPORTS = ("v1.0", "v0.3")
 SETTLED = {
     TaskState.TASK_STATE_COMPLETED,
@@ -164,18 +169,33 @@ def test_blocking_send_returns_the_finished_task(fake_llm: FakeLLM, tmp_path: Pa
 def test_input_required_then_continue_with_the_task_id(fake_llm: FakeLLM, tmp_path: Path) -> None:
     async def scenario(base: str) -> None:
         for transport in TRANSPORTS:
-            fake_llm.push(EXPENSE, Text(f"claim filed via {transport}"))
+            fake_llm.push(EXPENSE, ASK, Text(f"trip booked via {transport}"))
             async with sdk_client(base, transport) as client:
+                # The expense approval is a reviewer's to give, never the requester's.
                 task = await send(client, request("file an expense of 12.5 for a taxi"))
                 waiting = await poll(client, task.id)
                 assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
                 assert "Approve an expense claim" in waiting.status.message.parts[0].text
                 answer = request("approved", task_id=waiting.id, context_id=waiting.context_id)
+                with pytest.raises(UnsupportedOperationError, match="reviewer must answer"):
+                    await send(client, answer)
+                still = await client.get_task(GetTaskRequest(id=waiting.id))
+                assert still.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+                await client.cancel_task(CancelTaskRequest(id=waiting.id))
+
+                # ask_requester's question is the requester's to answer.
+                task = await send(client, request("book a trip"))
+                waiting = await poll(client, task.id)
+                assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+                assert waiting.status.message.parts[0].text == "Where to, and on which dates?"
+                answer = request(
+                    "Lisbon, 3-5 May", task_id=waiting.id, context_id=waiting.context_id
+                )
                 continued = await send(client, answer)
                 assert continued.id == waiting.id
                 done = await poll(client, waiting.id)
                 assert done.status.state == TaskState.TASK_STATE_COMPLETED
-                assert text_of(done) == f"claim filed via {transport}"
+                assert text_of(done) == f"trip booked via {transport}"
 
     run_against_server(tmp_path, fake_llm, scenario)
 

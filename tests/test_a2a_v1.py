@@ -22,6 +22,7 @@ from google.protobuf.json_format import ParseDict
 
 from tests.conftest import RpcClient, basic, http, wait_until
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
+from tests.utils import REQUESTER_APPROVES
 from toolnexus_django.a2a import follow
 from toolnexus_django.stores import get_task_store
 
@@ -255,7 +256,7 @@ def test_v1_history_length(v1: V1Client, configure: Any, fake_llm: FakeLLM) -> N
 def test_v1_input_required_continue_and_cancel(
     v1: V1Client, configure: Any, fake_llm: FakeLLM
 ) -> None:
-    configure(fake_llm)
+    configure(fake_llm, TOOL_ANSWERERS=REQUESTER_APPROVES)
     fake_llm.push(EXPENSE, Text("filed over v1"))
     task = v1.send_v1("file an expense of 12.5 for a taxi", wait=True)
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
@@ -474,7 +475,7 @@ def test_v03_send_blocks_by_default(rpc: RpcClient, configure: Any, fake_llm: Fa
 def test_v03_blocking_send_stops_at_input_required_and_continues(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM
 ) -> None:
-    configure(fake_llm)
+    configure(fake_llm, TOOL_ANSWERERS=REQUESTER_APPROVES)
     fake_llm.push(EXPENSE, Text("filed after the answer"))
     waiting = rpc.call(
         "message/send",
@@ -486,7 +487,13 @@ def test_v03_blocking_send_stops_at_input_required_and_continues(
     assert waiting["status"]["state"] == "input-required"
     done = rpc.call(
         "message/send",
-        {"message": _v03("approved", taskId=waiting["id"], contextId=waiting["contextId"])},
+        {
+            "message": {
+                **_v03("approved", taskId=waiting["id"], contextId=waiting["contextId"]),
+                # The approval's schema asks for a cost center: plain text breaks it.
+                "parts": [{"kind": "data", "data": {"cost_center": "travel"}}],
+            }
+        },
     )["result"]
     assert done["status"]["state"] == "completed"
     assert done["artifacts"][0]["parts"][0]["text"] == "filed after the answer"

@@ -468,3 +468,32 @@ def test_conversations_setting_is_checked(settings: Any, value: Any, ok: bool) -
     settings.TOOLNEXUS = {**settings.TOOLNEXUS, "CONVERSATIONS": value, "MAX_HELD_REQUESTS": None}
     ids = {m.id for m in check_settings(None)} & {"toolnexus_django.E006", "toolnexus_django.E007"}
     assert (not ids) is ok
+
+
+# -- who answers, and the bounds ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"ANSWERERS": {"approval": "anyone"}},
+        {"ANSWERERS": {"approval": []}},
+        {"ANSWERERS": "reviewer"},
+        {"TOOL_ANSWERERS": {"file_expense": ["reviewer", "boss"]}},
+        {"TOOL_ANSWERERS": ["file_expense"]},
+    ],
+    ids=repr,
+)
+def test_e006_answerers_that_say_nobody(ids_for: Any, overrides: dict[str, Any]) -> None:
+    assert ids_for(**overrides) == {"E006"}
+
+
+def test_answerers_that_name_roles_pass(ids_for: Any) -> None:
+    assert ids_for(ANSWERERS={"input": "reviewer", "*": ["requester"]}) == set()
+    assert ids_for(TOOL_ANSWERERS={"ask_requester": ["requester", "reviewer"]}) == set()
+
+
+@pytest.mark.parametrize("key", ["MAX_OUTPUT_CHARS", "MAX_HISTORY_MESSAGES", "MAX_MEMORY_MESSAGES"])
+@pytest.mark.parametrize("value", [0, -1, 1.5, None, "100"])
+def test_e009_bounds(ids_for: Any, key: str, value: Any) -> None:
+    assert ids_for(**{key: value}) == {"E009"}

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from testproject.demo import APPROVAL_SCHEMA
 from tests.conftest import RpcClient, basic, http
 from tests.fakes import FakeLLM, Text
 
@@ -179,7 +180,9 @@ def test_authentication_can_be_required(
     assert allowed["error"]["code"] == -32001
 
 
-PRIVATE_MARKERS = ("_private", "owner", "transcript", "pending", "approve-", "schema")
+#: Never on the wire. (The Request's schema is public: the requester must
+#: see what an answer has to look like — see the request part below.)
+PRIVATE_MARKERS = ("_private", "owner", "transcript", "pending", "approve-", '"tool"', "12.5,")
 
 
 def test_nothing_private_reaches_the_wire(
@@ -205,6 +208,15 @@ def test_nothing_private_reaches_the_wire(
             "history",
             "metadata",
         }
+    # What the requester may know of the Request: kind, who answers, the schema.
+    [request] = [
+        p["data"]["request"] for p in suspended["status"]["message"]["parts"] if p["kind"] == "data"
+    ]
+    assert request == {
+        "kind": "approval",
+        "answeredBy": ["reviewer"],
+        "schema": APPROVAL_SCHEMA,
+    }
 
 
 def test_a_message_with_a_nul_character_is_served(

@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from toolnexus_django.a2a import shapes
+from toolnexus_django.conversations import DjangoConversationStore, conversation_key
 from toolnexus_django.models import Conversation, TaskRecord
 from toolnexus_django.stores import DjangoTaskStore
 
@@ -53,14 +54,17 @@ def test_prunes_only_old_finished_tasks() -> None:
 def test_state_filter_age_units_and_conversations() -> None:
     failed = make("failed", 0.5, context="c-failed")
     done = make("completed", 0.5, context="c-done")
-    Conversation.objects.create(context_id="c-done", messages=[])
-    Conversation.objects.create(context_id="c-orphan", messages=[])
-    Conversation.objects.filter(pk="c-orphan").update(updated_at=timezone.now() - timedelta(days=2))
+    conversations = DjangoConversationStore()
+    conversations.save_sync(conversation_key(None, "c-done"), [])
+    conversations.save_sync(conversation_key(None, "c-orphan"), [])
+    Conversation.objects.filter(context_id="c-orphan").update(
+        updated_at=timezone.now() - timedelta(days=2)
+    )
     assert run("--older-than", "6h", "--state", "failed", "--conversations") == (
         "deleted 1 task(s) (failed)\ndeleted 1 conversation(s)\n"
     )
     assert set(TaskRecord.objects.values_list("pk", flat=True)) == {done}
-    assert set(Conversation.objects.values_list("pk", flat=True)) == {"c-done"}
+    assert set(Conversation.objects.values_list("context_id", flat=True)) == {"c-done"}
     del failed
 
 

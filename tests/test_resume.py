@@ -15,6 +15,7 @@ from tests import tools
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Text, ToolCall
 from tests.test_serve_command import database_url
+from tests.utils import REQUESTER_APPROVES
 from toolnexus_django.review import AnswerRefused, answer_task, expire_due
 from toolnexus_django.runtime import shutdown_runtime
 from toolnexus_django.stores import DjangoTaskStore, FileTaskStore, get_task_store
@@ -306,7 +307,7 @@ def test_the_expiry_command_and_sweeper(rpc: RpcClient, configure: Any, fake_llm
 def test_a2a_message_with_task_id_continues_the_task(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM
 ) -> None:
-    configure(fake_llm)
+    configure(fake_llm, TOOL_ANSWERERS=REQUESTER_APPROVES)
     fake_llm.push(EXPENSE, Text("continued over A2A"))
     task = suspend(rpc, fake_llm)
 
@@ -348,7 +349,11 @@ def test_a2a_message_with_task_id_continues_the_task(
 def test_a2a_text_answer_and_context_mismatch(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM
 ) -> None:
-    configure(fake_llm, TOOLKIT=tools.toolkit_setting())
+    configure(
+        fake_llm,
+        TOOLKIT=tools.toolkit_setting(),
+        TOOL_ANSWERERS={"two_step": ["requester", "reviewer"]},
+    )
     fake_llm.push(ToolCall("two_step", {"topic": "t"}), Text("fine"))
     task = suspend(rpc, fake_llm, "go")
 

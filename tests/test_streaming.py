@@ -20,6 +20,7 @@ from google.protobuf.json_format import ParseDict
 
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
+from tests.utils import REQUESTER_APPROVES
 from toolnexus_django.a2a import follow
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -156,7 +157,7 @@ def test_message_stream_follows_the_task_to_the_final_event(
 
 
 def test_input_required_ends_the_stream(agent_url: str, configure: Any, fake_llm: FakeLLM) -> None:
-    configure(fake_llm)
+    configure(fake_llm, TOOL_ANSWERERS=REQUESTER_APPROVES)
     fake_llm.push(EXPENSE, Text("filed after all"))
     params = {"message": v03_message("file an expense of 12.5 for a taxi")}
     with open_stream(agent_url, "message/stream", params) as stream:
@@ -171,6 +172,8 @@ def test_input_required_ends_the_stream(agent_url: str, configure: Any, fake_llm
     # Continuing by a streamed message carrying the taskId streams the rest.
     task_id = items[0]["id"]
     answer = v03_message("yes", taskId=task_id, contextId=items[0]["contextId"])
+    # The approval's schema asks for a cost center: plain text would break it.
+    answer["parts"] = [{"kind": "data", "data": {"cost_center": "travel"}}]
     with open_stream(agent_url, "message/stream", {"message": answer}) as stream:
         items = results(stream.rest())
     assert items[0]["kind"] == "task" and items[0]["status"]["state"] == "working"

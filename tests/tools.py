@@ -74,6 +74,7 @@ login = toolnexus.tool(name="login")(_login)
 
 ALL = [
     "testproject.demo.file_expense",
+    "testproject.demo.ask_requester",
     "tests.tools.two_step",
     "tests.tools.lookup",
     "tests.tools.expiring",

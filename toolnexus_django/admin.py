@@ -40,9 +40,8 @@ from .forms import (
     schema_form_class,
 )
 from .models import AwaitingHumanTask, TaskRecord, TaskState
-from .review import DECISIONS, AnswerRefused, answer_task
+from .review import ANSWER_PERMISSION, DECISIONS, AnswerRefused, answer_task
 
-ANSWER_PERMISSION = "toolnexus_django.answer_task"
 #: Request kinds the queue's filter names; any other kind is "other".
 KNOWN_KINDS = ("approval", "input", "authorization")
 #: Which decision each answer form records.
@@ -658,11 +657,19 @@ class AwaitingHumanTaskAdmin(TaskAdminMixin, admin.ModelAdmin):
                 obj.pk,
                 form.to_answer(request_id),  # type: ignore[attr-defined]
                 decision=FORM_DECISIONS[action],
-                actor=request.user.get_username(),
+                role="reviewer",
+                user=request.user,
                 comment=form.comment,  # type: ignore[attr-defined]
                 via="admin",
             )
         except AnswerRefused as exc:
+            if exc.reason == "invalid":
+                # The schema check is the server's word, whatever the form allowed.
+                for violation in exc.violations:
+                    where = violation["path"] or gettext("the answer")
+                    form.add_error(None, f"{where}: {violation['message']}")
+                proxy = AwaitingHumanTask.objects.filter(pk=task_id).select_related("owner").first()
+                return self._render(request, proxy or obj, forms_by_action, extra_context)
             fresh = TaskRecord.objects.filter(pk=task_id).first()
             return self._refused(request, fresh or obj, request_id, exc)
         self.message_user(

@@ -9,7 +9,7 @@ toolnexus_django.E002    STORE is none of the accepted forms
 toolnexus_django.E003    "rest_framework" is missing from INSTALLED_APPS
 toolnexus_django.E004    TOOLKIT["skills_dir"] is missing or unreadable
 toolnexus_django.E005    CLIENT["style"] is not "openai" or "anthropic"
-toolnexus_django.E006    AGENT / TOOLKIT / CLIENT has the wrong type
+toolnexus_django.E006    AGENT / TOOLKIT / CLIENT / ANSWERERS has the wrong type
 toolnexus_django.E007    a dotted path (factory, tool, DRF class) does not import
 toolnexus_django.E008    TASK_BACKEND names no backend in settings.TASKS
 toolnexus_django.E009    a number setting (threads, attempts, seconds) is out of range
@@ -76,6 +76,7 @@ def check_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> l
     errors += _check_numbers(cfg)
     errors += _check_task_backend(cfg["TASK_BACKEND"])
     errors += _check_review(cfg)
+    errors += _check_answerers(cfg)
     for key in ("AUTHENTICATION_CLASSES", "PERMISSION_CLASSES"):
         value = cfg[key]
         if value is not None and not isinstance(value, (list, tuple)):
@@ -238,7 +239,14 @@ def _check_skills_dir(value: Any) -> list[CheckMessage]:
 
 
 #: Settings that must be whole numbers >= 1 (None allowed where marked).
-_WHOLE = {"WORKER_THREADS": False, "MAX_ATTEMPTS": False, "MAX_HELD_REQUESTS": True}
+_WHOLE = {
+    "WORKER_THREADS": False,
+    "MAX_ATTEMPTS": False,
+    "MAX_HELD_REQUESTS": True,
+    "MAX_OUTPUT_CHARS": False,
+    "MAX_HISTORY_MESSAGES": False,
+    "MAX_MEMORY_MESSAGES": False,
+}
 #: Settings that must be numbers of seconds > 0 (None allowed where marked).
 _SECONDS = {
     "RUN_TIMEOUT": True,
@@ -316,6 +324,28 @@ def _check_review(cfg: dict[str, Any]) -> list[CheckMessage]:
                 id=_id("E009"),
             )
         )
+    return errors
+
+
+def _check_answerers(cfg: dict[str, Any]) -> list[CheckMessage]:
+    """ANSWERERS / TOOL_ANSWERERS: dicts of name -> "reviewer" | "requester" | a list of them."""
+    from .review import normalize_answerers
+
+    errors: list[CheckMessage] = []
+    for key in ("ANSWERERS", "TOOL_ANSWERERS"):
+        value = cfg[key]
+        if not isinstance(value, dict):
+            errors.append(Error(f"{SETTING_NAME}[{key!r}] must be a dict", id=_id("E006")))
+            continue
+        for name, who in value.items():
+            if not isinstance(name, str) or normalize_answerers(who) is None:
+                errors.append(
+                    Error(
+                        f"{SETTING_NAME}[{key!r}][{name!r}] = {who!r} does not say who may answer",
+                        hint='Use "reviewer", "requester", or ["requester", "reviewer"].',
+                        id=_id("E006"),
+                    )
+                )
     return errors
 
 

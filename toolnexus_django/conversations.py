@@ -1,8 +1,12 @@
-"""Conversation memory: the transcript of each A2A ``contextId``.
+"""Conversation memory: the transcript of each owner's A2A ``contextId``.
 
-A message that names a ``contextId`` joins that conversation: its run starts
-from the conversation's transcript, so the agent remembers earlier turns. The
-transcript lives in a toolnexus ``ConversationStore``:
+A message that names a ``contextId`` joins its owner's conversation of that
+id: its run starts from the conversation's transcript, so the agent
+remembers earlier turns. A conversation belongs to one owner (the Task's
+owner; all anonymous callers of an open endpoint are one owner): another
+caller who sends the same contextId gets a separate conversation of their
+own and never sees, or adds to, the first one (:func:`conversation_key`).
+The transcript lives in a toolnexus ``ConversationStore``:
 
 - ``DjangoConversationStore`` — rows of the ``Conversation`` model: survives
   restarts and is shared by every process (the default with the django store);
@@ -10,10 +14,13 @@ transcript lives in a toolnexus ``ConversationStore``:
   with the memory and file stores).
 
 ``TOOLNEXUS["CONVERSATIONS"]``: ``"auto"`` (above), ``"django"``, ``"memory"``,
-``None`` (no memory: every Task starts afresh), or a dotted path / instance.
-Worker threads use the sync ``load``/``store`` helpers; the async ``get``/
-``save`` are toolnexus's protocol, so the same object can be handed to a
-toolnexus ``Client(store=...)``.
+``None`` (no memory: every Task starts afresh), or a dotted path / instance
+(it is handed the keys :func:`conversation_key` makes). Worker threads use
+the sync ``load``/``remember`` helpers; the async ``get``/``save`` are
+toolnexus's protocol, so the same object can be handed to a toolnexus
+``Client(store=...)``. What is remembered is bounded: the last
+``MAX_MEMORY_MESSAGES`` messages, starting at a user turn, each text cut at
+``MAX_OUTPUT_CHARS``.
 """
 
 from __future__ import annotations
@@ -21,15 +28,34 @@ from __future__ import annotations
 import asyncio
 import threading
 from typing import Any
+from urllib.parse import quote, unquote
 
 import toolnexus
 from asgiref.sync import sync_to_async
 from django.utils.module_loading import import_string
 
+from .bounds import bound_transcript
 from .conf import toolnexus_settings
 from .stores import DjangoTaskStore, get_task_store
 
 Messages = list[dict[str, Any]]
+
+ANONYMOUS_TAG = "-"
+
+
+def conversation_key(owner: str | None, context_id: str) -> str:
+    """The key of ``owner``'s conversation ``context_id``: the owner's tag
+    (``-`` for anonymous, ``u:<pk>`` percent-encoded, so it holds no ``/``)
+    then ``/`` then the contextId — two owners never share a key."""
+    tag = ANONYMOUS_TAG if owner in (None, "") else "u:" + quote(str(owner), safe="")
+    return f"{tag}/{context_id}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """(owner as stored in ``Conversation.owner``, contextId) of a key."""
+    tag, _, context_id = key.partition("/")
+    owner = "" if tag == ANONYMOUS_TAG else unquote(tag.removeprefix("u:"))
+    return owner, context_id
 
 
 class DjangoConversationStore:
@@ -52,11 +78,12 @@ class DjangoConversationStore:
     def save_sync(self, id: str, messages: Messages) -> None:
         from .models import Conversation
 
+        owner, context_id = split_key(id)
         # One upsert statement, not update_or_create's SELECT + write.
         Conversation.objects.using(self.using).bulk_create(
-            [Conversation(context_id=id, messages=list(messages))],
+            [Conversation(key=id, owner=owner, context_id=context_id, messages=list(messages))],
             update_conflicts=True,
-            unique_fields=["context_id"],
+            unique_fields=["key"],
             update_fields=["messages", "updated_at"],
         )
 
@@ -67,23 +94,31 @@ class DjangoConversationStore:
         await sync_to_async(self.save_sync)(id, messages)
 
 
-def load(store: Any, context_id: str | None) -> Messages | None:
-    """The conversation's transcript, from a worker thread."""
+def load(store: Any, owner: str | None, context_id: str | None) -> Messages | None:
+    """``owner``'s transcript of conversation ``context_id``, from a worker thread."""
     if store is None or not context_id:
         return None
+    key = conversation_key(owner, context_id)
     if hasattr(store, "get_sync"):
-        return store.get_sync(context_id)
-    return asyncio.run(store.get(context_id))
+        return store.get_sync(key)
+    return asyncio.run(store.get(key))
 
 
-def remember(store: Any, context_id: str | None, messages: Messages) -> None:
-    """Keep a finished run's transcript as the conversation's, from a worker thread."""
+def remember(store: Any, owner: str | None, context_id: str | None, messages: Messages) -> None:
+    """Keep a finished run's transcript (bounded) as ``owner``'s conversation
+    ``context_id``, from a worker thread."""
     if store is None or not context_id:
         return
+    key = conversation_key(owner, context_id)
+    kept = bound_transcript(
+        messages,
+        max_messages=int(toolnexus_settings.MAX_MEMORY_MESSAGES),
+        max_chars=int(toolnexus_settings.MAX_OUTPUT_CHARS),
+    )
     if hasattr(store, "save_sync"):
-        store.save_sync(context_id, messages)
+        store.save_sync(key, kept)
     else:
-        asyncio.run(store.save(context_id, messages))
+        asyncio.run(store.save(key, kept))
 
 
 _lock = threading.Lock()

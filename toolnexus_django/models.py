@@ -132,19 +132,26 @@ class TaskRecord(models.Model):
 
 
 class Conversation(models.Model):
-    """The transcript of one A2A conversation (``contextId``), so an agent
-    remembers earlier turns across restarts and processes."""
+    """The transcript of one A2A conversation of one owner, so an agent
+    remembers earlier turns across restarts and processes. ``key`` is
+    :func:`toolnexus_django.conversations.conversation_key` of the owner and
+    the ``contextId``: the same contextId from two owners is two
+    conversations."""
 
-    context_id = models.CharField(_("context id"), max_length=255, primary_key=True)
-    messages = models.JSONField(_("messages"), default=list, encoder=NulSafeJSONEncoder)
+    key = models.CharField(_("key"), max_length=512, primary_key=True)
+    #: The owner's primary key as text; "" for anonymous callers.
+    owner = models.CharField(_("owner"), max_length=255, blank=True, default="")
+    context_id = models.CharField(_("context id"), max_length=255, blank=True, default="")
+    messages = models.JSONField(_("messages"), default=list, encoder=StorageJSONEncoder)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
         verbose_name = _("conversation")
         verbose_name_plural = _("conversations")
+        indexes = [models.Index(fields=["context_id"], name="tnx_conversation_context")]
 
     def __str__(self) -> str:
-        return self.context_id
+        return self.key
 
 
 class AwaitingHumanManager(models.Manager["AwaitingHumanTask"]):

@@ -1,11 +1,22 @@
 """Answering a Task that waits on a person — from the admin, an A2A message,
 or expiry — and handing it back to the background to resume.
 
-:func:`answer_task` is the one door: it checks the Answer against the pending
-Request, moves the Task ``input-required``/``auth-required`` -> ``working`` by
+:func:`answer_task` is the one door: it checks that whoever answers may
+answer this Request (:func:`answerers_for`), that the Answer echoes the
+pending Request and that its data satisfies the Request's ``data.schema``,
+moves the Task ``input-required``/``auth-required`` -> ``working`` by
 compare-and-set (two reviewers at once: exactly one wins), records the
 decision in the Task's audit trail, and enqueues the resume once the
 transaction commits. The run itself never happens in the answering request.
+
+Who may answer (``TOOLNEXUS["ANSWERERS"]``, by Request kind): a *reviewer* —
+the admin, or code acting for a user with the ``answer_task`` permission —
+and/or the *requester* — the Task's owner, by an A2A message carrying the
+taskId. Approvals and authorizations default to reviewers only, so the peer
+whose tool asked for a person's approval cannot grant it itself. A tool
+narrows or widens this for its own Requests through
+``TOOLNEXUS["TOOL_ANSWERERS"]`` or, where the operator did not decide, a
+``data["answerers"]`` of the Request. Expiry always may.
 """
 
 from __future__ import annotations
@@ -19,6 +30,8 @@ from django.utils import timezone
 from toolnexus import Answer
 
 from .a2a import shapes
+from .conf import toolnexus_settings
+from .schemas import violations_of
 from .signals import task_answered
 from .stores import TaskStore, get_task_store
 from .stores.base import request_expiry
@@ -28,19 +41,118 @@ logger = logging.getLogger("toolnexus_django.review")
 #: What a decision can be, in the audit trail.
 DECISIONS = ("approve", "decline", "reply", "authorize", "message", "expire")
 
+#: The permission that makes a user a reviewer.
+ANSWER_PERMISSION = "toolnexus_django.answer_task"
+
+REVIEWER = "reviewer"
+REQUESTER = "requester"
+#: Who answers: a reviewer, the requester, or the system (expiry).
+ROLES = (REVIEWER, REQUESTER, "system")
+ANSWERER_ROLES = (REVIEWER, REQUESTER)
+
 
 class AnswerRefused(Exception):
     """The answer was not taken; nothing changed. ``reason`` is one of
-    ``not-found``, ``not-waiting``, ``wrong-request``, ``already-answered``."""
+    ``not-found``, ``not-waiting``, ``wrong-request``, ``already-answered``,
+    ``not-permitted`` (a reviewer without the permission), ``not-allowed``
+    (this role may not answer this Request) or ``invalid`` (the data breaks
+    the Request's schema: ``violations`` says how)."""
 
-    def __init__(self, reason: str, message: str, *, task: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        *,
+        task: dict[str, Any] | None = None,
+        violations: list[dict[str, str]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.task = task
+        self.violations = violations or []
+
+
+def normalize_answerers(value: Any) -> tuple[str, ...] | None:
+    """``"reviewer"`` / ``"requester"`` / a list of them, as a sorted tuple;
+    None for anything else."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not items:
+        return None
+    if not all(isinstance(i, str) and i in ANSWERER_ROLES for i in items):
+        return None
+    return tuple(sorted(set(items), reverse=True))  # ("reviewer", "requester")
+
+
+def answerers_for(pending: dict[str, Any], tool: str | None = None) -> tuple[str, ...]:
+    """Who may answer ``pending`` (made by ``tool``): TOOL_ANSWERERS for the
+    tool, else the Request's own ``data["answerers"]``, else ANSWERERS for
+    its kind (``"*"`` for any other kind); reviewers only when nothing says."""
+    by_tool = toolnexus_settings.TOOL_ANSWERERS or {}
+    if tool is not None and tool in by_tool:
+        chosen = normalize_answerers(by_tool[tool])
+        if chosen is not None:
+            return chosen
+    data = pending.get("data")
+    if isinstance(data, dict) and "answerers" in data:
+        chosen = normalize_answerers(data["answerers"])
+        if chosen is not None:
+            return chosen
+        logger.warning("Request %s: data.answerers %r ignored", pending.get("id"), data)
+    by_kind = toolnexus_settings.ANSWERERS or {}
+    kind = str(pending.get("kind") or "")
+    for key in (kind, "*"):
+        if key in by_kind:
+            chosen = normalize_answerers(by_kind[key])
+            if chosen is not None:
+                return chosen
+    return (REVIEWER,)
+
+
+def pending_schema(pending: dict[str, Any]) -> Any:
+    data = pending.get("data")
+    return data.get("schema") if isinstance(data, dict) else None
+
+
+def check_answer_data(pending: dict[str, Any], answer: Answer) -> list[dict[str, str]]:
+    """How ``answer``'s data breaks the Request's ``data.schema`` (empty when
+    it does not). A decline, and an approval carrying no data, are valid
+    whatever the schema says."""
+    schema = pending_schema(pending)
+    if schema is None or not answer.ok or answer.data is None:
+        return []
+    return violations_of(answer.data, schema)
+
+
+def not_allowed_message(allowed: tuple[str, ...]) -> str:
+    if allowed == (REVIEWER,):
+        return (
+            "A reviewer must answer this request (in the admin review queue); "
+            "the task keeps waiting for one."
+        )
+    return (
+        "Only the requester (the peer that sent the task, by a message carrying its "
+        "taskId) may answer this request."
+    )
 
 
 def pending_request(task: dict[str, Any]) -> dict[str, Any] | None:
     return (task.get(shapes.PRIVATE_KEY) or {}).get("pending")
+
+
+def tool_that_halted(transcript: Any, style: str) -> str | None:
+    """The name of the tool whose Request stopped the run with ``transcript``."""
+    from .resume import ResumeError, find_halt
+
+    try:
+        return find_halt(transcript or [], style).halted.name
+    except (ResumeError, KeyError, IndexError, TypeError, AttributeError):
+        return None
+
+
+def halted_tool(task: dict[str, Any]) -> str | None:
+    """The name of the tool whose Request the Task waits on."""
+    section = task.get(shapes.PRIVATE_KEY) or {}
+    return tool_that_halted(section.get("transcript"), str(section.get("style") or "openai"))
 
 
 def section_audit(task: dict[str, Any]) -> list[dict[str, Any]]:
@@ -76,6 +188,8 @@ def answer_task(
     answer: Answer,
     *,
     decision: str,
+    role: str = REVIEWER,
+    user: Any = None,
     actor: str | None = None,
     comment: str = "",
     via: str = "admin",
@@ -84,11 +198,22 @@ def answer_task(
 ) -> dict[str, Any]:
     """Take ``answer`` for the waiting Task ``task_id``; returns the Task as
     saved (``working``). Raises :class:`AnswerRefused` and changes nothing when
-    the Task is unknown, not waiting, already answered, or the Answer does not
-    echo the pending Request's id. ``message`` (an A2A user message) is added
-    to the Task's history."""
+    the Task is unknown, not waiting, already answered, the Answer does not
+    echo the pending Request's id, ``role`` may not answer this Request, or
+    the Answer's data breaks the Request's schema.
+
+    ``role``: who answers — ``"reviewer"`` (the default for code on the
+    server; with ``user``, that user must hold the ``answer_task``
+    permission), ``"requester"`` (the Task's owner over A2A) or ``"system"``
+    (expiry). ``message`` (an A2A user message) is added to the history."""
     if decision not in DECISIONS:
         raise ValueError(f"unknown decision {decision!r}")
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}")
+    if role == REVIEWER and user is not None:
+        if not (user.is_active and user.has_perm(ANSWER_PERMISSION)):
+            raise AnswerRefused("not-permitted", "You are not allowed to answer tasks.")
+        actor = actor or user.get_username()
     store = store or get_task_store()
     task = store.get(task_id)
     if task is None:
@@ -114,20 +239,32 @@ def answer_task(
             task=task,
         )
 
+    if role != "system":
+        allowed = answerers_for(pending, halted_tool(task))
+        if role not in allowed:
+            raise AnswerRefused("not-allowed", not_allowed_message(allowed), task=task)
+    violations = check_answer_data(pending, answer)
+    if violations:
+        raise AnswerRefused(
+            "invalid",
+            "The answer does not match the request's schema: "
+            + "; ".join(f"{v['path']}: {v['message']}" for v in violations[:3]),
+            task=task,
+            violations=violations,
+        )
+
     working = shapes.with_status(task, "working")
     question = (task.get("status") or {}).get("message")
-    if question is not None:
-        # The agent's question leaves the status for the history (as A2A's
-        # own task managers do), so the history reads as the conversation.
-        working.setdefault("history", []).append(question)
-    if message is not None:
-        working.setdefault("history", []).append(message)
+    # The agent's question leaves the status for the history (as A2A's own
+    # task managers do), so the history reads as the conversation.
+    shapes.append_history(working, *(m for m in (question, message) if m is not None))
     section = shapes.private(working)
     section["answer"] = dataclasses.asdict(answer)
     event = {
         "actor": actor,
         "via": via,
         "decision": decision,
+        "role": role,
         "ok": answer.ok,
         "data": answer.data,
         "reason": answer.reason,
@@ -167,7 +304,9 @@ def expire_due(store: TaskStore | None = None, now: datetime | None = None) -> l
             continue
         answer = Answer(id=pending["id"], ok=False, reason="expired")
         try:
-            answer_task(task_id, answer, decision="expire", via="expiry", store=store)
+            answer_task(
+                task_id, answer, decision="expire", role="system", via="expiry", store=store
+            )
         except AnswerRefused:
             continue  # answered by someone else meanwhile: fine
         expired.append(task_id)

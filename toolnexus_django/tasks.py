@@ -32,6 +32,7 @@ from .compat import InvalidTaskBackendError, Task, task
 from .conf import toolnexus_settings
 from .conversations import get_conversation_store
 from .leases import RunningRun, keeper, lease_seconds, new_lease
+from .review import answerers_for, tool_that_halted
 from .runtime import RunDeadlineExceeded, RunHandle, get_runtime
 from .signals import awaiting_human, run_finished
 from .stores import PRIVATE_KEY, DjangoTaskStore, TaskStore, get_task_store
@@ -118,7 +119,9 @@ def _run_claimed(
         keeper().remove(run)
     if state == "completed" and result is not None and remember_as:
         try:
-            conversations.remember(get_conversation_store(), remember_as, result.messages)
+            conversations.remember(
+                get_conversation_store(), shapes.owner_of(claimed), remember_as, result.messages
+            )
         except Exception:  # memory is a convenience: never fail a finished Task over it
             logger.exception("Task %s: saving the conversation failed", claimed["id"])
     return state
@@ -147,7 +150,7 @@ def run_fulfilment(task_id: str, store: TaskStore | None = None) -> str:
 
     def work(handle: RunHandle) -> tuple[Any, str]:
         runtime = get_runtime()
-        history = conversations.load(get_conversation_store(), context_id)
+        history = conversations.load(get_conversation_store(), shapes.owner_of(claimed), context_id)
         result = runtime.run(
             text, history=history, timeout=toolnexus_settings.RUN_TIMEOUT, handle=handle
         )
@@ -258,7 +261,11 @@ def _settle_riding_out_outages(run: RunningRun, final: dict[str, Any]) -> bool:
 def settle(task: dict[str, Any], result: Any, *, style: str) -> dict[str, Any]:
     """The Task a finished run leaves behind."""
     if result.status == "pending" and result.pending is not None:
-        return shapes.input_required(task, result.pending, transcript=result.messages, style=style)
+        request = dataclasses.asdict(result.pending)
+        answerers = answerers_for(request, tool_that_halted(result.messages, style))
+        return shapes.input_required(
+            task, request, transcript=result.messages, style=style, answerers=answerers
+        )
     if result.status == "incomplete":
         return shapes.failed(
             task,

@@ -224,6 +224,7 @@ def answer_data(message: dict[str, Any]) -> dict[str, Any]:
     """The Answer data a continuing message carries: its data parts merged,
     else its text as ``{"output": text}`` (toolnexus's ``answer_output`` key)."""
     data: dict[str, Any] = {}
+    found = False
     for part in message.get("parts") or ():
         if (
             isinstance(part, dict)
@@ -231,7 +232,8 @@ def answer_data(message: dict[str, Any]) -> dict[str, Any]:
             and isinstance(part.get("data"), dict)
         ):
             data.update(part["data"])
-    return data or {"output": shapes.message_text(message)}
+            found = True
+    return data if found else {"output": shapes.message_text(message)}
 
 
 def continue_task(message: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -260,7 +262,8 @@ def continue_task(message: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         raise RpcError(
             UNSUPPORTED_OPERATION, f"Task {task_id[:100]} is {state}, not waiting for input"
         )
-    if not shapes.message_text(message).strip() and answer_data(message) == {"output": ""}:
+    has_data = any(p.get("kind") == "data" for p in message["parts"])
+    if not has_data and not shapes.message_text(message).strip():
         raise RpcError(INVALID_PARAMS, "Invalid params: the message carries no answer")
     user_message = shapes.user_message(message, task=task)
     try:
@@ -268,12 +271,25 @@ def continue_task(message: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
             task_id,
             Answer(id=pending["id"], ok=True, data=answer_data(message)),
             decision="message",
+            role="requester",
             actor=ctx.owner,
             via="a2a",
             message=user_message,
             store=ctx.store,
         )
     except AnswerRefused as refused:
+        if refused.reason == "invalid":
+            raise RpcError(
+                INVALID_PARAMS,
+                f"Invalid params: {refused}",
+                data={"violations": refused.violations},
+            ) from None
+        if refused.reason == "not-allowed":
+            raise RpcError(
+                UNSUPPORTED_OPERATION,
+                f"Task {task_id[:100]} cannot be answered by a message: {refused}",
+                data={"reason": "ANSWER_NOT_ALLOWED"},
+            ) from None
         raise RpcError(UNSUPPORTED_OPERATION, str(refused)) from None
 
 

@@ -16,6 +16,14 @@ from tests.fakes import FakeLLM
 pytest_plugins = ["tests.fakes.pytest_plugin"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that starts a live server is slow (``-m "not slow"`` starts
+    none); tests that start subprocesses say so themselves."""
+    for item in items:
+        if "live_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _stop_background_work(settings: Any) -> Iterator[None]:
     """After each test, let this process's background runs finish (bounded) and

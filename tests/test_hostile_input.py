@@ -141,10 +141,16 @@ KNOWN_CASES: list[tuple[bytes, int, Any]] = [
 ]
 
 
+@pytest.mark.parametrize("store", ["django", "file", "memory"])
 def test_every_known_hostile_body_gets_a_clean_error(
-    rpc: RpcClient, configure: Any, fake_llm: FakeLLM, no_tracebacks: None
+    rpc: RpcClient,
+    configure: Any,
+    fake_llm: FakeLLM,
+    no_tracebacks: None,
+    store: str,
+    tmp_path: Any,
 ) -> None:
-    configure(fake_llm)
+    configure(fake_llm, store=f"file:{tmp_path}" if store == "file" else store)
     for raw, code, rid in KNOWN_CASES:
         for headers in ({}, V1):
             [envelope] = check_reply(rpc.raw(raw, headers=headers))

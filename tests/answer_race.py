@@ -19,8 +19,8 @@ if __name__ == "__main__":
     django.setup()
     from toolnexus import Answer
 
+    from toolnexus_django.fulfilment.jobs import close_inprocess_backend
     from toolnexus_django.review import AnswerRefused, answer_task
-    from toolnexus_django.tasks import close_inprocess_backend
 
     task_id, request_id, start_at, actor = sys.argv[1:5]
     time.sleep(max(0.0, float(start_at) - time.time()))  # line up with the other racers

@@ -30,8 +30,8 @@ def _stop_background_work(settings: Any) -> Iterator[None]:
     stop the runtime, so no run from one test touches the next one's database.
     Requests ``settings`` so this teardown runs before settings are restored."""
     yield
-    from toolnexus_django.runtime import shutdown_runtime
-    from toolnexus_django.tasks import close_inprocess_backend
+    from toolnexus_django.agent.runtime import shutdown_runtime
+    from toolnexus_django.fulfilment.jobs import close_inprocess_backend
 
     close_inprocess_backend(timeout=15)
     shutdown_runtime(timeout=5)

@@ -327,7 +327,7 @@ def test_cancel_of_a_running_task(v1: V1Client, configure: Any, fake_llm: FakeLL
     fake_llm.release()
     wait_until(lambda: fake_llm.held == 0, timeout=10, what="the model call to end")
     # Never completed afterwards, also once the background work is over.
-    from toolnexus_django.tasks import close_inprocess_backend
+    from toolnexus_django.fulfilment.jobs import close_inprocess_backend
 
     assert close_inprocess_backend(timeout=15)
     assert result(v1.get_v1(task["id"]))["status"]["state"] == "TASK_STATE_CANCELED"

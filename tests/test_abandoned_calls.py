@@ -18,8 +18,8 @@ import pytest
 
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Hang, Text
-from toolnexus_django import runtime as runtime_module
-from toolnexus_django.runtime import (
+from toolnexus_django.agent import runtime as runtime_module
+from toolnexus_django.agent.runtime import (
     IO_THREADS,
     AbandonedCall,
     AgentRuntime,
@@ -114,7 +114,7 @@ def test_canceled_hung_calls_leave_room_for_the_next_run(
                 reply = rpc.call("tasks/cancel", {"id": task_id})
                 assert reply["result"]["status"]["state"] == "canceled", reply
             # Their runs are over (the Tasks' worker threads are free again).
-            from toolnexus_django.leases import keeper
+            from toolnexus_django.fulfilment.leases import keeper
 
             def runs_ended(ids: list[str] = ids) -> bool:
                 return all(keeper().get(t) is None for t in ids)

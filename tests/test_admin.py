@@ -7,25 +7,18 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from toolnexus_django.a2a import shapes
+from tests.utils import approval, task_in
+from toolnexus_django import lifecycle
 from toolnexus_django.models import TaskRecord
 from toolnexus_django.stores import DjangoTaskStore
 
 pytestmark = pytest.mark.django_db
 
 
-def make_task(text: str, state: str) -> dict[str, Any]:
-    message = {"role": "user", "parts": [{"kind": "text", "text": text}]}
-    task = shapes.new_task(message, text=text, owner=None)
-    return shapes.with_status(task, state) if state != "submitted" else task
-
-
 def test_changelist_filters_by_state_and_pages_render(admin_client: Any) -> None:
     store = DjangoTaskStore()
-    waiting = make_task("needs a person", "input-required")
-    done = shapes.completed(make_task("all good", "working"), "the answer")
-    store.save(waiting)
-    store.save(done)
+    waiting = task_in("input-required", text="needs a person", store=store)
+    done = task_in("completed", text="all good", result="the answer", store=store)
 
     url = reverse("admin:toolnexus_django_taskrecord_changelist")
     page = admin_client.get(url)
@@ -42,8 +35,7 @@ def test_changelist_filters_by_state_and_pages_render(admin_client: Any) -> None
 
 
 def test_tasks_cannot_be_added_or_edited_from_the_admin(admin_client: Any) -> None:
-    task = make_task("x", "submitted")
-    DjangoTaskStore().save(task)
+    task = task_in("submitted", store=DjangoTaskStore())
     assert admin_client.get(reverse("admin:toolnexus_django_taskrecord_add")).status_code == 403
     change = reverse("admin:toolnexus_django_taskrecord_change", args=[task["id"]])
     admin_client.post(change, {"state": "completed"})
@@ -96,13 +88,13 @@ ANTHROPIC_TRANSCRIPT = [
 def test_the_halted_call_is_the_one_of_the_last_tool_result() -> None:
     from toolnexus_django.admin import halted_call
 
-    call = halted_call({"transcript": OPENAI_TRANSCRIPT, "style": "openai"})
+    call = halted_call(OPENAI_TRANSCRIPT, "openai")
     assert call is not None and (call.id, call.name, call.args) == ("c2", "b", "not json")
-    call = halted_call({"transcript": ANTHROPIC_TRANSCRIPT, "style": "anthropic"})
+    call = halted_call(ANTHROPIC_TRANSCRIPT, "anthropic")
     assert call is not None and (call.id, call.name, call.args) == ("u2", "b", {"n": 7})
-    assert halted_call({}) is None
-    assert halted_call({"transcript": OPENAI_TRANSCRIPT[:3], "style": "openai"}) is None
-    assert halted_call({"transcript": "garbage", "style": "openai"}) is None
+    assert halted_call(None, "openai") is None
+    assert halted_call(OPENAI_TRANSCRIPT[:3], "openai") is None
+    assert halted_call("garbage", "openai") is None
 
 
 @pytest.mark.parametrize(
@@ -144,26 +136,24 @@ def test_time_left() -> None:
     assert time_left(now + timedelta(hours=2), now) == "in 2\xa0hours"
 
 
-def test_the_decisions_show_on_every_task_page(admin_client: Any) -> None:
-    task = make_task("x", "working")
-    shapes.add_event(
+def test_the_timeline_shows_on_every_task_page(admin_client: Any) -> None:
+    from toolnexus import Answer
+
+    store = DjangoTaskStore()
+    task = task_in("input-required", store=store, request=approval("r-1"))
+    lifecycle.answer(
+        store,
         task,
-        {
-            "actor": "rita",
-            "via": "admin",
-            "decision": "decline",
-            "ok": False,
-            "data": None,
-            "reason": "declined",
-            "comment": "not <this> one",
-            "request": "r-1",
-            "kind": "approval",
-            "from": "input-required",
-            "to": "working",
-        },
+        Answer(id="r-1", ok=False, reason="declined"),
+        decision="decline",
+        actor="rita",
+        comment="not <this> one",
     )
-    DjangoTaskStore().save(task)
     page = admin_client.get(reverse("admin:toolnexus_django_taskrecord_change", args=[task["id"]]))
     body = page.content.decode()
     assert "rita" in body and "decline" in body and "not &lt;this&gt; one" in body
     assert "input-required &rarr; working" in body or "input-required → working" in body
+    # Every move is on it, in order: submit, claim, suspend, answer.
+    kinds = [k for k in ("submit", "claim", "suspend", "answer") if f"tnx-event-{k}" in body]
+    assert kinds == ["submit", "claim", "suspend", "answer"]
+    assert body.index("tnx-event-submit") < body.index("tnx-event-answer")

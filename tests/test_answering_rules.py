@@ -10,8 +10,9 @@ from django.contrib.auth.models import Permission
 from toolnexus import Answer
 
 from testproject.demo import APPROVAL_SCHEMA, DETAILS_SCHEMA
-from toolnexus_django.a2a import shapes
+from tests.utils import decisions_of, halted_transcript, task_in
 from toolnexus_django.compat import TASKS_MODULE
+from toolnexus_django.lifecycle.requests import REVIEWER_NOTE
 from toolnexus_django.review import (
     AnswerRefused,
     answer_task,
@@ -19,6 +20,7 @@ from toolnexus_django.review import (
     check_answer_data,
 )
 from toolnexus_django.stores import get_task_store
+from toolnexus_django.stores.base import state_of
 
 pytestmark = pytest.mark.django_db
 
@@ -42,23 +44,11 @@ def waiting(settings: Any) -> Any:
     settings.TOOLNEXUS = {**settings.TOOLNEXUS, "STORE": "memory", "TASK_BACKEND": "dummy"}
 
     def make(kind: str, tool: str = "file_expense", **data: Any) -> dict[str, Any]:
-        task = shapes.new_task(
-            {"role": "user", "parts": [shapes.text_part("go")]}, text="go", owner=None
+        return task_in(
+            "input-required",
+            request=request(kind, **data),
+            transcript=halted_transcript(tool),
         )
-        transcript = [
-            {"role": "user", "content": "go"},
-            {
-                "role": "assistant",
-                "tool_calls": [{"id": "c1", "function": {"name": tool, "arguments": "{}"}}],
-            },
-            {"role": "tool", "tool_call_id": "c1", "content": "?"},
-        ]
-        req = request(kind, **data)
-        suspended = shapes.input_required(
-            task, req, transcript=transcript, style="openai", answerers=answerers_for(req, tool)
-        )
-        get_task_store().save(suspended)
-        return suspended
 
     return make
 
@@ -151,9 +141,9 @@ def test_a_reviewer_needs_the_answer_permission(waiting: Any, django_user_model:
     working = answer_task(
         task["id"], Answer(id="approval-1", ok=True), decision="approve", user=clerk
     )
-    assert shapes.state_of(working) == "working"
-    assert working["_private"]["audit"][-1]["actor"] == "clerk"
-    assert working["_private"]["audit"][-1]["role"] == "reviewer"
+    assert state_of(working) == "working"
+    assert decisions_of(task["id"])[-1]["actor"] == "clerk"
+    assert decisions_of(task["id"])[-1]["role"] == "reviewer"
 
 
 def test_a_requester_only_request_refuses_reviewers(waiting: Any, settings: Any) -> None:
@@ -164,7 +154,7 @@ def test_a_requester_only_request_refuses_reviewers(waiting: Any, settings: Any)
     done = answer_task(
         task["id"], Answer(id="input-1", ok=True, data={}), decision="message", role="requester"
     )
-    assert shapes.state_of(done) == "working"
+    assert state_of(done) == "working"
 
 
 def test_data_that_breaks_the_schema_is_refused_with_the_violations(waiting: Any) -> None:
@@ -178,7 +168,7 @@ def test_data_that_breaks_the_schema_is_refused_with_the_violations(waiting: Any
         )
     assert refused.value.reason == "invalid"
     assert refused.value.violations == [{"path": "/output", "message": "3 is not of type 'string'"}]
-    assert shapes.state_of(get_task_store().get(task["id"])) == "input-required"
+    assert state_of(get_task_store().get(task["id"])) == "input-required"
 
 
 def test_expiry_answers_whatever_the_rules(waiting: Any) -> None:
@@ -190,14 +180,14 @@ def test_expiry_answers_whatever_the_rules(waiting: Any) -> None:
         role="system",
         via="expiry",
     )
-    assert shapes.state_of(expired) == "working"
+    assert state_of(expired) == "working"
 
 
 def test_the_status_says_who_answers_and_what_an_answer_looks_like(waiting: Any) -> None:
     task = waiting("approval", schema=APPROVAL_SCHEMA)
     parts = task["status"]["message"]["parts"]
     assert [p["kind"] for p in parts] == ["text", "text", "data"]
-    assert parts[1]["text"] == shapes.REVIEWER_NOTE
+    assert parts[1]["text"] == REVIEWER_NOTE
     assert parts[2]["data"] == {
         "request": {"kind": "approval", "answeredBy": ["reviewer"], "schema": APPROVAL_SCHEMA}
     }

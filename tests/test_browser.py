@@ -161,5 +161,5 @@ def test_a_reviewer_answers_a_task_in_the_browser(
 
     page.goto(f"{live_server.url}/admin/toolnexus_django/taskrecord/{task['id']}/change/")
     expect(page.locator(".field-state")).to_contain_text("completed")
-    expect(page.locator(".field-decisions")).to_contain_text("Checked against the receipt.")
-    expect(page.locator(".field-decisions")).to_contain_text("rita")
+    expect(page.locator(".field-timeline")).to_contain_text("Checked against the receipt.")
+    expect(page.locator(".field-timeline")).to_contain_text("rita")

@@ -32,8 +32,9 @@ from tests import pgcluster
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Hang, Text
 from tests.test_serve_command import MANAGE, ROOT, Served, fake_env, serve
+from tests.utils import private_of
+from toolnexus_django.fulfilment.recovery import interrupted_message
 from toolnexus_django.models import TaskRecord
-from toolnexus_django.recovery import interrupted_message
 from toolnexus_django.stores import DjangoTaskStore
 
 pytestmark = [
@@ -90,7 +91,7 @@ def group_members(pgid: int) -> set[int]:
 
 def worker_pid(task: dict[str, Any]) -> int:
     """The pid of the process that ran ``task`` last (its lease's owner)."""
-    return int(task["_private"]["worker"].rsplit(":", 1)[1])
+    return int(str(private_of(task).worker).rsplit(":", 1)[1])
 
 
 def kill_whole_server(server: Served) -> set[int]:
@@ -117,7 +118,9 @@ def stored(task_id: str) -> dict[str, Any]:
 
 
 def lease_until(task_id: str) -> datetime:
-    return datetime.fromisoformat(stored(task_id)["_private"]["lease"]["until"])
+    lease = private_of(stored(task_id)).lease
+    assert lease is not None
+    return datetime.fromisoformat(lease.until)
 
 
 def assert_nothing_left_working() -> None:
@@ -155,7 +158,7 @@ def crashed_mid_run(tmp_path: Path, fake: FakeLLM, marker: str) -> Iterator[Cras
         before = stored(task_id)
         assert before["status"]["state"] == "working"
         runner = worker_pid(before)
-        assert before["_private"]["lease"]["owner"].endswith(f":{runner}")
+        assert private_of(before).lease.owner.endswith(f":{runner}")
 
         dead = kill_whole_server(first)
         assert runner in dead and runner != first.proc.pid
@@ -165,8 +168,8 @@ def crashed_mid_run(tmp_path: Path, fake: FakeLLM, marker: str) -> Iterator[Cras
         left = stored(task_id)
         assert left["status"]["state"] == "working"
         assert worker_pid(left) == runner
-        assert left["_private"]["attempts"] == 1
-        assert left["_private"]["lease"]["owner"].endswith(f":{runner}")
+        assert private_of(left).attempts == 1
+        assert private_of(left).lease.owner.endswith(f":{runner}")
         yield Crashed(task_id, dead, runner)
 
 
@@ -185,8 +188,8 @@ def test_kill_9_mid_run_then_a_new_server_runs_the_task_again(
             assert done["artifacts"][0]["parts"][0]["text"] == f"{marker}: finished after the crash"
 
             task = stored(crash.task_id)
-            assert task["_private"]["attempts"] == 2
-            assert "lease" not in task["_private"]
+            assert private_of(task).attempts == 2
+            assert private_of(task).lease is None
             rerun_by = worker_pid(task)
             assert rerun_by not in crash.dead
             assert rerun_by in group_members(second.proc.pid)
@@ -213,9 +216,9 @@ def test_kill_9_with_attempts_exhausted_ends_failed_with_the_interruption(
             assert status_text(done) == interrupted_message(1)
 
             task = stored(crash.task_id)
-            assert task["_private"]["error"] == interrupted_message(1)
-            assert task["_private"]["attempts"] == 1
-            assert "lease" not in task["_private"]
+            assert private_of(task).error == interrupted_message(1)
+            assert private_of(task).attempts == 1
+            assert private_of(task).lease is None
             assert len(fake_llm.requests_for(marker)) == 1, "given up, not run again"
             assert f"Task {crash.task_id}: {interrupted_message(1)}" in second.output()
             assert_nothing_left_working()
@@ -363,7 +366,7 @@ def test_sigterm_lets_a_run_in_flight_finish_within_the_grace(
     task = stored(task_id)
     assert task["status"]["state"] == "completed"
     assert task["artifacts"][0]["parts"][0]["text"] == f"{marker}: finished while stopping"
-    assert task["_private"]["attempts"] == 1
+    assert private_of(task).attempts == 1
     assert_nothing_left_working()
 
 
@@ -385,8 +388,8 @@ def test_a_run_outliving_the_grace_is_released_and_a_new_server_runs_it(
         # the stop cut short is not counted.
         task = stored(task_id)
         assert task["status"]["state"] == "submitted"
-        assert task["_private"]["attempts"] == 0
-        assert "lease" not in task["_private"]
+        assert private_of(task).attempts == 0
+        assert private_of(task).lease is None
         assert_nothing_left_working()
 
         # The next server's sweep finds it submitted and not taken, and runs it.
@@ -396,6 +399,6 @@ def test_a_run_outliving_the_grace_is_released_and_a_new_server_runs_it(
             done = rpc.wait(task_id, states=TERMINAL, timeout=30)
             assert done["status"]["state"] == "completed", done
             assert done["artifacts"][0]["parts"][0]["text"] == f"{marker}: run by the next server"
-            assert stored(task_id)["_private"]["attempts"] == 1
+            assert private_of(stored(task_id)).attempts == 1
             assert len(fake_llm.requests_for(marker)) == 2
             assert_nothing_left_working()

@@ -10,7 +10,7 @@ import pytest
 from django import forms
 from toolnexus import Answer
 
-from toolnexus_django.forms import (
+from toolnexus_django.review.forms import (
     COMMENT_MAX_LENGTH,
     ApproveForm,
     AuthorizationForm,

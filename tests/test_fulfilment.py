@@ -10,9 +10,10 @@ import pytest
 
 from tests.conftest import RpcClient
 from tests.fakes import Fail, FakeLLM, Hang, Text, ToolCall
+from tests.utils import private_of
+from toolnexus_django.fulfilment.jobs import close_inprocess_backend
 from toolnexus_django.signals import run_finished
 from toolnexus_django.stores import DjangoTaskStore, FileTaskStore
-from toolnexus_django.tasks import close_inprocess_backend
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,13 +89,13 @@ def test_suspending_tool_ends_input_required_and_the_request_survives(
     fresh = DjangoTaskStore() if store_kind == "django" else FileTaskStore(tmp_path)
     stored = fresh.get(task["id"])
     assert stored is not None
-    pending = stored["_private"]["pending"]
+    pending = private_of(stored).pending
     assert pending["kind"] == "approval"
     assert pending["id"].startswith("approve-")
     assert pending["prompt"] == prompt
     assert pending["data"]["schema"]["required"] == ["cost_center"]
-    transcript = stored["_private"]["transcript"]
-    assert stored["_private"]["style"] == "openai"
+    transcript = private_of(stored).transcript
+    assert private_of(stored).style == "openai"
     assert transcript[-1]["role"] == "tool"
     assert transcript[-2]["tool_calls"][0]["function"]["name"] == "file_expense"
 

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from toolnexus_django.a2a import shapes
-from toolnexus_django.conversations import DjangoConversationStore, conversation_key
+from tests.utils import task_in
+from toolnexus_django.agent.conversations import DjangoConversationStore, conversation_key
 from toolnexus_django.models import Conversation, TaskRecord
 from toolnexus_django.stores import DjangoTaskStore
 
@@ -18,13 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 def make(state: str, age_days: float, context: str = "") -> str:
-    message = {
-        "role": "user",
-        "parts": [{"kind": "text", "text": "x"}],
-        "contextId": context or None,
-    }
-    task = shapes.with_status(shapes.new_task(message, text="x", owner=None), state)
-    DjangoTaskStore().save(task)
+    task = task_in(state, store=DjangoTaskStore(), context_id=context or None)
     TaskRecord.objects.filter(pk=task["id"]).update(
         updated_at=timezone.now() - timedelta(days=age_days)
     )

@@ -11,29 +11,29 @@ from django.utils import timezone
 
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
-from toolnexus_django.a2a import shapes
-from toolnexus_django.cancellation import NotCancelable, cancel_task
+from tests.utils import decisions_of, private_of, task_in
+from toolnexus_django import lifecycle
+from toolnexus_django.agent.runtime import shutdown_runtime
+from toolnexus_django.fulfilment.jobs import close_inprocess_backend
+from toolnexus_django.fulfilment.recovery import interrupted_message, recover
 from toolnexus_django.models import TaskRecord
-from toolnexus_django.recovery import interrupted_message, recover
-from toolnexus_django.runtime import shutdown_runtime
+from toolnexus_django.review import NotCancelable, cancel_task
 from toolnexus_django.stores import get_task_store
 from toolnexus_django.stores.base import revision_of
-from toolnexus_django.tasks import close_inprocess_backend
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def orphan(state: str, *, attempts: int = 1, lease_age: float = 60, text: str = "orphaned") -> dict:
     """A Task as a dead worker left it: in ``state``, its lease long expired."""
-    message = {"role": "user", "parts": [{"kind": "text", "text": text}]}
-    task = shapes.new_task(message, text=text, owner=None)
-    left = shapes.with_status(task, state)
+    left = task_in(state, text=text)
     past = timezone.now() - timedelta(seconds=lease_age)
     left["status"]["timestamp"] = past.isoformat().replace("+00:00", "Z")
-    section = shapes.private(left)
-    section["attempts"] = attempts
+    private = lifecycle.read(left)
+    private.attempts = attempts
     if state == "working":
-        section["lease"] = {"owner": "dead-host:1", "until": past.isoformat()}
+        private.lease = lifecycle.Lease("dead-host:1", past.isoformat())
+    lifecycle.write(left, private)
     get_task_store().save(left)
     # The row's own clock too (the django store sweeps by updated_at).
     TaskRecord.objects.filter(pk=left["id"]).update(updated_at=past)
@@ -49,8 +49,8 @@ def test_a_dead_workers_task_runs_again(rpc: RpcClient, configure: Any, fake_llm
     assert done["status"]["state"] == "completed"
     assert done["artifacts"][0]["parts"][0]["text"] == "finished by a live worker"
     stored = get_task_store().get(left["id"])
-    assert stored["_private"]["attempts"] == 2
-    assert "lease" not in stored["_private"]
+    assert private_of(stored).attempts == 2
+    assert private_of(stored).lease is None
 
 
 def test_attempts_exhausted_ends_failed_with_the_interruption(
@@ -89,7 +89,7 @@ def test_waiting_tasks_hold_no_lease_and_are_left_alone(
     task = rpc.send("expense 1 for a pen")
     rpc.wait(task["id"])
     stored = get_task_store().get(task["id"])
-    assert "lease" not in stored["_private"]
+    assert private_of(stored).lease is None
     later = timezone.now() + timedelta(days=30)
     assert recover(now=later) == {"requeued": [], "resumed": [], "failed": []}
 
@@ -108,19 +108,19 @@ def test_an_answered_task_whose_resumer_died_is_resumed_again(
     task = rpc.send("expense 3 for tea")
     rpc.wait(task["id"])
     store = get_task_store()
-    request_id = store.get(task["id"])["_private"]["pending"]["id"]
+    request_id = private_of(store.get(task["id"])).pending["id"]
     # The answer lands while no worker runs: the resume is enqueued then lost.
     configure(fake_llm, TASK_BACKEND=None, WORKER_THREADS=1)
     close_inprocess_backend(timeout=15)
-    from toolnexus_django import tasks
+    from toolnexus_django.review import answering
 
     enqueued: list[str] = []
-    original = tasks.schedule_resume
-    tasks.schedule_resume = lambda task_id, store=None: enqueued.append(task_id)  # type: ignore[assignment]
+    original = answering.schedule_resume
+    answering.schedule_resume = lambda task_id, store=None: enqueued.append(task_id)  # type: ignore[assignment]
     try:
         answer_task(task["id"], Answer(id=request_id, ok=True), decision="approve")
     finally:
-        tasks.schedule_resume = original
+        answering.schedule_resume = original
     assert enqueued == [task["id"]]
     later = timezone.now() + timedelta(minutes=5)
     assert recover(now=later)["resumed"] == [task["id"]]
@@ -144,7 +144,7 @@ def test_lease_renewal_keeps_a_long_run_alive(
     fake_llm.release()
     done = rpc.wait(task["id"])
     assert done["artifacts"][0]["parts"][0]["text"] == "slow but fine"
-    assert store.get(task["id"])["_private"]["attempts"] == 1
+    assert private_of(store.get(task["id"])).attempts == 1
 
 
 # -- cancel -----------------------------------------------------------------------
@@ -168,7 +168,7 @@ def test_cancel_stops_a_running_run_and_it_never_completes(
     fake_llm.release()
     assert rpc.get(task["id"])["result"]["status"]["state"] == "canceled"
     assert finished == []
-    audit = get_task_store().get(task["id"])["_private"]["audit"]
+    audit = decisions_of(task["id"])
     assert (audit[-1]["decision"], audit[-1]["actor"], audit[-1]["from"]) == (
         "cancel",
         "ops",
@@ -230,7 +230,7 @@ def test_a_conversation_remembers_earlier_turns_across_a_restart(
 def test_a_stopping_worker_releases_its_runs_for_others(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM
 ) -> None:
-    from toolnexus_django.leases import release_runs
+    from toolnexus_django.fulfilment.leases import release_runs
 
     configure(fake_llm, REQUEUE_AFTER=0.01)
     fake_llm.push(Hang(max_seconds=30), Text("done by the next worker"))
@@ -239,7 +239,7 @@ def test_a_stopping_worker_releases_its_runs_for_others(
     assert release_runs() == [task["id"]]
     released = get_task_store().get(task["id"])
     assert released["status"]["state"] == "submitted"
-    assert released["_private"]["attempts"] == 0  # a release is not an interruption
+    assert private_of(released).attempts == 0  # a release is not an interruption
     assert close_inprocess_backend(timeout=15)  # the run itself stopped
     fake_llm.release()
     assert rpc.get(task["id"])["result"]["status"]["state"] == "submitted"

@@ -15,11 +15,11 @@ from tests import tools
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Text, ToolCall
 from tests.test_serve_command import database_url
-from tests.utils import REQUESTER_APPROVES
+from tests.utils import REQUESTER_APPROVES, decisions_of, private_of
+from toolnexus_django.agent.runtime import shutdown_runtime
+from toolnexus_django.fulfilment.jobs import close_inprocess_backend
 from toolnexus_django.review import AnswerRefused, answer_task, expire_due
-from toolnexus_django.runtime import shutdown_runtime
 from toolnexus_django.stores import DjangoTaskStore, FileTaskStore, get_task_store
-from toolnexus_django.tasks import close_inprocess_backend
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,7 +44,7 @@ def suspend(
 def pending_id(task_id: str) -> str:
     stored = get_task_store().get(task_id)
     assert stored is not None
-    return stored["_private"]["pending"]["id"]
+    return private_of(stored).pending["id"]
 
 
 def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -79,8 +79,8 @@ def test_approve_resumes_openai_transcript_without_a_new_user_turn(
     assert [m["role"] for m in resumed].count("user") == 1
     # The tool ran twice in all: once to ask, once with the answer.
     stored = DjangoTaskStore().get(task["id"])
-    assert stored["_private"]["audit"][0]["actor"] == "rita"
-    assert "transcript" not in stored["_private"] and "pending" not in stored["_private"]
+    assert decisions_of(task["id"])[0]["actor"] == "rita"
+    assert private_of(stored).transcript is None and private_of(stored).pending is None
 
 
 def test_approve_resumes_anthropic_transcript_without_a_new_user_turn(
@@ -158,7 +158,7 @@ def test_wrong_answer_id_changes_nothing_and_a_second_answer_is_refused(
     )
     with pytest.raises(AnswerRefused) as again:
         answer_task(
-            task["id"], Answer(id=before["_private"]["pending"]["id"], ok=True), decision="approve"
+            task["id"], Answer(id=private_of(before).pending["id"], ok=True), decision="approve"
         )
     assert again.value.reason == "already-answered"
     assert "already answered (approve) by a" in str(again.value)
@@ -201,7 +201,7 @@ def test_concurrent_answers_resume_once_threads(
     assert close_inprocess_backend(timeout=15)
     file_calls = [c for c in tools.CALLS if c[0] == "file_expense"]
     assert len(fake_llm.requests) == 2, "the run resumed more than once"
-    assert len(DjangoTaskStore().get(task["id"])["_private"]["audit"]) == 1
+    assert len(decisions_of(task["id"])) == 1
     del file_calls
 
 
@@ -246,7 +246,7 @@ def test_resume_after_a_restart(
     assert close_inprocess_backend(timeout=15)
     shutdown_runtime()
     fresh = FileTaskStore(tmp_path) if kind == "file" else DjangoTaskStore()
-    request_id = fresh.get(task["id"])["_private"]["pending"]["id"]
+    request_id = private_of(fresh.get(task["id"])).pending["id"]
     answer_task(task["id"], Answer(id=request_id, ok=True), decision="approve", store=fresh)
 
     done = rpc.wait(task["id"])
@@ -270,7 +270,7 @@ def test_an_expired_request_ends_the_wait_without_anyone(
     assert done["artifacts"][0]["parts"][0]["text"] == "too late, skipped"
     [result] = tool_messages(fake_llm.requests[2].body)
     assert result["content"] == "expired: Approve before the deadline?"
-    audit = DjangoTaskStore().get(stale["id"])["_private"]["audit"]
+    audit = decisions_of(stale["id"])
     assert (audit[0]["decision"], audit[0]["via"], audit[0]["reason"]) == (
         "expire",
         "expiry",
@@ -284,7 +284,7 @@ def test_the_expiry_command_and_sweeper(rpc: RpcClient, configure: Any, fake_llm
 
     from django.core.management import call_command
 
-    from toolnexus_django.housekeeping import Housekeeper
+    from toolnexus_django.fulfilment.sweep import Housekeeper
 
     configure(fake_llm, TOOLKIT=tools.toolkit_setting())
     fake_llm.on("one", ToolCall("expiring", {"seconds": -1}), Text("swept"))
@@ -441,7 +441,7 @@ def test_awaiting_human_signal_and_email(
     assert mail.to == ["ops@example.com"]
     assert PROMPT in mail.body
     assert (
-        f"https://agents.example.com/admin/toolnexus_django/awaitinghumantask/{task['id']}/change/"
+        f"https://agents.example.com/admin/toolnexus_django/awaitinghumantask/{task['id']}/review/"
         in mail.body
     )
 

@@ -20,14 +20,14 @@ from toolnexus import Request, ToolContext, ToolResult
 
 from tests.conftest import RpcClient
 from tests.fakes import FakeLLM, Text, ToolCall
-from toolnexus_django.a2a import shapes
+from tests.utils import decisions_of, task_in
 from toolnexus_django.models import TaskRecord
 from toolnexus_django.stores import DjangoTaskStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 QUEUE = "admin:toolnexus_django_awaitinghumantask_changelist"
-REVIEW = "admin:toolnexus_django_awaitinghumantask_change"
+REVIEW = "admin:toolnexus_django_awaitinghumantask_review"
 RECORD = "admin:toolnexus_django_taskrecord_change"
 PROMPT = "Approve an expense claim of 12.50 for 'taxi'?"
 LOGIN_URL = "https://login.example.com/x?next=/a&b=1"
@@ -124,8 +124,7 @@ def test_the_queue_lists_a_suspended_task_with_what_it_asks(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM, reviewer_client: Client
 ) -> None:
     task_id = suspend(rpc, configure, fake_llm)
-    done = shapes.completed(shapes.new_task({"parts": []}, text="x", owner=None), "all done")
-    DjangoTaskStore().save(done)
+    done = task_in("completed", result="all done", store=DjangoTaskStore())
 
     index = page(reviewer_client, "admin:index")
     assert "Tasks awaiting a human" in index
@@ -188,7 +187,6 @@ def test_the_queue_costs_the_same_queries_for_one_task_or_many(
 
     def add_waiting(n: int) -> None:
         for i in range(n):
-            task = shapes.new_task({"parts": []}, text=f"job {i}", owner=None)
             request = Request(id=f"r-{uuid.uuid4()}", kind="approval", prompt=f"ok {i}?")
             transcript = [
                 {"role": "user", "content": f"job {i}"},
@@ -201,7 +199,14 @@ def test_the_queue_costs_the_same_queries_for_one_task_or_many(
                 },
                 {"role": "tool", "tool_call_id": "c1", "content": f"ok {i}?"},
             ]
-            store.save(shapes.input_required(task, request, transcript=transcript, style="o"))
+            task_in(
+                "input-required",
+                text=f"job {i}",
+                store=store,
+                request=request,
+                transcript=transcript,
+                style="o",
+            )
 
     def count() -> int:
         with CaptureQueriesContext(connection) as queries:
@@ -237,7 +242,7 @@ def test_approve_resumes_the_run_and_the_tool_runs_once_with_the_answer(
     assert task_id[:10] not in followed.content.decode()
 
     record = page(reviewer_client, RECORD, task_id)
-    assert "Decisions" in record or "decisions" in record
+    assert "Timeline" in record or "timeline" in record
     assert "approve" in record and "rita" in record and "fine by me" in record
     assert "input-required → working" in record
 
@@ -255,7 +260,7 @@ def test_decline_gives_the_model_a_declined_result(
     assert done["artifacts"][0]["parts"][0]["text"] == "Understood, not filed."
     assert tool_results(fake_llm, 1) == [f"declined: {PROMPT}"]
 
-    event = TaskRecord.objects.get(pk=task_id).private["audit"][-1]
+    event = decisions_of(task_id)[-1]
     assert event["decision"] == "decline" and event["ok"] is False
     assert event["reason"] == "declined" and event["comment"] == "no receipt <b>"
     raw = reviewer_client.get(reverse(RECORD, args=[task_id])).content.decode()
@@ -276,7 +281,7 @@ def test_reply_with_schema_data_reaches_the_tool_exactly(
     assert result.startswith("Filed expense claim EXP-") and result.endswith(
         ": 10.5 under training."
     )
-    event = TaskRecord.objects.get(pk=task_id).private["audit"][-1]
+    event = decisions_of(task_id)[-1]
     assert event["decision"] == "reply" and event["actor"] == "rita"
     assert event["data"] == {"cost_center": "training", "approved_amount": 10.5}
     assert event["from"] == "input-required" and event["to"] == "working"
@@ -298,7 +303,7 @@ def test_invalid_reply_data_re_renders_with_errors_and_changes_nothing(
     assert missing.status_code == 200 and "This field is required" in missing.content.decode()
 
     assert state(task_id) == "input-required"
-    assert "audit" not in TaskRecord.objects.get(pk=task_id).private
+    assert decisions_of(task_id) == []
     assert len(fake_llm.requests) == 1
 
 
@@ -356,7 +361,7 @@ def test_a_second_answer_is_refused_as_already_answered(
     [(level, text)] = flashed(reviewer_client.get(again.url))
     assert level == "error"
     assert "already answered (approve) by rita" in text and "completed" in text
-    audit = TaskRecord.objects.get(pk=task_id).private["audit"]
+    audit = decisions_of(task_id)
     assert [e["decision"] for e in audit] == ["approve"]
 
     # The page of a Task that no longer waits sends the reviewer to the record.
@@ -406,7 +411,7 @@ def test_two_reviewers_at_once_one_wins(
     assert level == "success"
     assert rpc.wait(task_id, ("completed", "failed"))["status"]["state"] == "completed"
     assert len(fake_llm.requests) == 2
-    assert len(TaskRecord.objects.get(pk=task_id).private["audit"]) == 1
+    assert len(decisions_of(task_id)) == 1
 
 
 def test_an_answer_to_an_outdated_request_is_refused(
@@ -453,14 +458,13 @@ def test_authorization_request_links_the_url_and_login_done_resumes(
     done = rpc.wait(task_id, ("completed", "failed"))
     assert done["artifacts"][0]["parts"][0]["text"] == "You are signed in."
     assert tool_results(fake_llm, 1) == ["signed in"]
-    event = TaskRecord.objects.get(pk=task_id).private["audit"][-1]
+    event = decisions_of(task_id)[-1]
     assert event["decision"] == "authorize" and event["ok"] is True
     assert event["from"] == "auth-required"
 
 
 def test_only_web_urls_are_linked_and_model_text_is_escaped(reviewer_client: Client) -> None:
     evil = "<script>alert(1)</script>"
-    task = shapes.new_task({"parts": []}, text=f"hello {evil}", owner=None)
     request = Request(
         id="r-1",
         kind="authorization",
@@ -480,8 +484,12 @@ def test_only_web_urls_are_linked_and_model_text_is_escaped(reviewer_client: Cli
         },
         {"role": "tool", "tool_call_id": "c1", "content": evil},
     ]
-    DjangoTaskStore().save(
-        shapes.input_required(task, request, transcript=transcript, style="openai")
+    task = task_in(
+        "input-required",
+        text=f"hello {evil}",
+        store=DjangoTaskStore(),
+        request=request,
+        transcript=transcript,
     )
     for url in (REVIEW, QUEUE):
         args = [task["id"]] if url == REVIEW else []
@@ -495,8 +503,8 @@ def test_only_web_urls_are_linked_and_model_text_is_escaped(reviewer_client: Cli
 def test_the_task_list_counts_tasks_per_state(admin_client: Client) -> None:
     store = DjangoTaskStore()
     for text in ("a", "b"):
-        store.save(shapes.new_task({"parts": []}, text=text, owner=None))
-    store.save(shapes.completed(shapes.new_task({"parts": []}, text="c", owner=None), "ok"))
+        task_in("submitted", text=text, store=store)
+    task_in("completed", text="c", result="ok", store=store)
     body = page(admin_client, "admin:toolnexus_django_taskrecord_changelist")
     assert 'id="tnx-state-counts"' in body
     assert "submitted</a>: <strong>2</strong>" in body
@@ -511,10 +519,9 @@ def test_waiting_with_a_deadline_shows_the_time_left(reviewer_client: Client) ->
     store = DjangoTaskStore()
     ids = []
     for minutes in (90, -5):
-        task = shapes.new_task({"parts": []}, text="t", owner=None)
         moment = (timezone.now() + timedelta(minutes=minutes)).isoformat()
         request = Request(id=f"r-{minutes}", kind="input", prompt="?", expiresAt=moment)
-        store.save(shapes.input_required(task, request, transcript=[], style="openai"))
+        task = task_in("input-required", text="t", store=store, request=request, transcript=[])
         ids.append(task["id"])
     body = page(reviewer_client, QUEUE)
     assert "in 1\xa0hour, 29\xa0minutes" in body or "in 1\xa0hour, 30\xa0minutes" in body

@@ -21,6 +21,7 @@ from django.core.management import CommandError, call_command
 
 from tests.conftest import RpcClient, http, wait_until
 from tests.fakes import FakeLLM, Hang, Text
+from tests.utils import private_of
 from toolnexus_django.server import describe_model, parse_addrport
 from toolnexus_django.stores import DjangoTaskStore
 
@@ -263,7 +264,7 @@ def test_a_hung_run_does_not_hold_the_shutdown_past_the_grace(
     task = DjangoTaskStore().get(task_id)
     assert task is not None
     assert task["status"]["state"] == "submitted"
-    assert task["_private"]["attempts"] == 0
+    assert private_of(task).attempts == 0
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, connections
 from toolnexus import sanitize
 
-from toolnexus_django.a2a import shapes
+from tests import taskdicts
 from toolnexus_django.models import TaskRecord
 from toolnexus_django.stores import (
     PRIVATE_KEY,
@@ -68,13 +68,13 @@ TRANSCRIPT: list[dict[str, Any]] = [
 
 def submitted_task(text: str = "file my taxi receipt", owner: str | None = None) -> dict[str, Any]:
     message = {"role": "user", "parts": [{"kind": "text", "text": text}]}
-    return shapes.new_task(message, text=text, owner=owner)
+    return taskdicts.new_task(message, text=text, owner=owner)
 
 
 def suspended_task(owner: str | None = None) -> dict[str, Any]:
     """A Task suspended on a pending Request, exactly as fulfilment stores it."""
-    working = shapes.with_status(submitted_task(owner=owner), "working")
-    return shapes.input_required(working, PENDING, transcript=TRANSCRIPT, style="openai")
+    working = taskdicts.with_status(submitted_task(owner=owner), "working")
+    return taskdicts.input_required(working, PENDING, transcript=TRANSCRIPT, style="openai")
 
 
 def assert_pending_intact(task: dict[str, Any] | None) -> None:
@@ -126,7 +126,7 @@ def test_save_replaces_the_whole_task(store: TaskStore) -> None:
     first = submitted_task()
     first["extra"] = {"only": "in the first version"}
     store.save(first)
-    second = shapes.completed(shapes.with_status(first, "working"), "filed")
+    second = taskdicts.completed(taskdicts.with_status(first, "working"), "filed")
     del second["extra"]
     store.save(second)
     back = store.get(first["id"])
@@ -167,7 +167,7 @@ def test_async_twins(kind: str, tmp_path: Path) -> None:
         try:
             await store.asave(task)
             back = await store.aget(task["id"])
-            done = shapes.completed(task, "filed")
+            done = taskdicts.completed(task, "filed")
             await store.asave(done)
             return back, await store.aget(task["id"]), await store.aget("unknown")
         finally:
@@ -524,7 +524,7 @@ def test_django_store_columns_mirror_the_json() -> None:
     assert row.task["status"]["state"] == "input-required"
     assert row.private["pending"] == dataclasses.asdict(PENDING)
 
-    done = shapes.completed(task, "filed")
+    done = taskdicts.completed(task, "filed")
     done[PRIVATE_KEY]["owner"] = None
     DjangoTaskStore().save(done)
     row.refresh_from_db()
@@ -538,7 +538,7 @@ def test_queryset_finds_tasks_by_state() -> None:
     store = DjangoTaskStore()
     by_state: dict[str, str] = {}
     for state in ("submitted", "working", "input-required", "auth-required", "completed"):
-        task = shapes.with_status(submitted_task(state), state)
+        task = taskdicts.with_status(submitted_task(state), state)
         store.save(task)
         by_state[state] = task["id"]
 
@@ -557,7 +557,7 @@ def test_queryset_finds_tasks_by_state() -> None:
     assert ids(TaskRecord.objects.terminal()) == {by_state["completed"]}
 
     # A Task that is answered leaves the review queue.
-    store.save(shapes.completed(store.get(by_state["input-required"]) or {}, "ok"))
+    store.save(taskdicts.completed(store.get(by_state["input-required"]) or {}, "ok"))
     assert ids(TaskRecord.objects.awaiting_human()) == {by_state["auth-required"]}
 
 
@@ -604,7 +604,7 @@ def test_django_store_save_is_one_query(django_assert_num_queries: Any) -> None:
     with django_assert_num_queries(1):
         store.save(task)  # insert
     with django_assert_num_queries(1):
-        store.save(shapes.completed(task, "filed"))  # update of the same row
+        store.save(taskdicts.completed(task, "filed"))  # update of the same row
     with django_assert_num_queries(1):
         back = store.get(task["id"])
     assert back is not None and back["status"]["state"] == "completed"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from toolnexus_django.a2a import shapes
+from tests import taskdicts
 from toolnexus_django.stores import (
     DjangoTaskStore,
     FileTaskStore,
@@ -52,32 +52,32 @@ def store(request: Any, tmp_path: Path) -> TaskStore:
 
 def submitted() -> dict[str, Any]:
     message = {"role": "user", "parts": [{"kind": "text", "text": "hi"}]}
-    return shapes.new_task(message, text="hi", owner=None)
+    return taskdicts.new_task(message, text="hi", owner=None)
 
 
 def test_compare_and_set_moves_only_from_the_expected_version(store: TaskStore) -> None:
     task = submitted()
     store.save(task)
-    working = shapes.with_status(task, "working")
+    working = taskdicts.with_status(task, "working")
     assert store.compare_and_set(task, working) is True
     assert revision_of(store.get(task["id"])) == 1
     # The old version is gone: a second move from it loses and changes nothing.
-    stale = shapes.with_status(task, "failed", "stale")
+    stale = taskdicts.with_status(task, "failed", "stale")
     assert store.compare_and_set(task, stale) is False
-    assert shapes.state_of(store.get(task["id"])) == "working"
+    assert taskdicts.state_of(store.get(task["id"])) == "working"
 
 
 def test_same_state_different_revision_loses(store: TaskStore) -> None:
     """A -> B -> A again: a writer still holding the first A must lose (no ABA)."""
     task = submitted()
     store.save(task)
-    first = shapes.with_status(task, "input-required", "first question")
+    first = taskdicts.with_status(task, "input-required", "first question")
     assert store.compare_and_set(task, first)
-    back_to_work = shapes.with_status(first, "working")
+    back_to_work = taskdicts.with_status(first, "working")
     assert store.compare_and_set(first, back_to_work)
-    second = shapes.with_status(back_to_work, "input-required", "second question")
+    second = taskdicts.with_status(back_to_work, "input-required", "second question")
     assert store.compare_and_set(back_to_work, second)
-    answer_to_first = shapes.with_status(first, "working")
+    answer_to_first = taskdicts.with_status(first, "working")
     assert store.compare_and_set(first, answer_to_first) is False
     stored = store.get(task["id"])
     assert stored["status"]["message"]["parts"][0]["text"] == "second question"
@@ -87,13 +87,13 @@ def test_same_state_different_revision_loses(store: TaskStore) -> None:
 def test_a_terminal_task_never_changes(store: TaskStore, end: str) -> None:
     task = submitted()
     store.save(task)
-    final = shapes.with_status(task, end)
+    final = taskdicts.with_status(task, end)
     assert store.compare_and_set(task, final)
-    assert store.compare_and_set(final, shapes.with_status(final, "working")) is False
+    assert store.compare_and_set(final, taskdicts.with_status(final, "working")) is False
     if not isinstance(store, DictStore):  # a custom store's own save is its business
         with pytest.raises(TerminalTaskError):
-            store.save(shapes.with_status(final, "working"))
-    assert shapes.state_of(store.get(task["id"])) == end
+            store.save(taskdicts.with_status(final, "working"))
+    assert taskdicts.state_of(store.get(task["id"])) == end
 
 
 def test_the_seed_plain_save_keeps_working(store: TaskStore) -> None:
@@ -103,7 +103,7 @@ def test_the_seed_plain_save_keeps_working(store: TaskStore) -> None:
 
 
 def test_racing_threads_exactly_one_wins(store: TaskStore) -> None:
-    task = shapes.with_status(submitted(), "input-required", "approve?")
+    task = taskdicts.with_status(submitted(), "input-required", "approve?")
     store.save(task)
     racers = 8
     barrier = threading.Barrier(racers)
@@ -115,7 +115,7 @@ def test_racing_threads_exactly_one_wins(store: TaskStore) -> None:
             expected = store.get(task["id"])
             assert expected is not None
             barrier.wait(timeout=10)
-            new = shapes.with_status(expected, "working")
+            new = taskdicts.with_status(expected, "working")
             new["_private"]["winner"] = n
             if store.compare_and_set(expected, new):
                 wins.append(n)
@@ -139,7 +139,7 @@ def test_racing_threads_exactly_one_wins(store: TaskStore) -> None:
 
 
 def test_cancel_racing_completion_ends_in_one_terminal_state(store: TaskStore) -> None:
-    task = shapes.with_status(submitted(), "working")
+    task = taskdicts.with_status(submitted(), "working")
     store.save(task)
     outcomes: dict[str, bool] = {}
     barrier = threading.Barrier(2)
@@ -151,8 +151,8 @@ def test_cancel_racing_completion_ends_in_one_terminal_state(store: TaskStore) -
 
         connection.close()
 
-    done = shapes.completed(task, "answer")
-    canceled = shapes.with_status(task, "canceled")
+    done = taskdicts.completed(task, "answer")
+    canceled = taskdicts.with_status(task, "canceled")
     threads = [
         threading.Thread(target=finish, args=("completed", done)),
         threading.Thread(target=finish, args=("canceled", canceled)),
@@ -163,4 +163,4 @@ def test_cancel_racing_completion_ends_in_one_terminal_state(store: TaskStore) -
         t.join(30)
     assert sorted(outcomes.values()) == [False, True]
     winner = next(name for name, won in outcomes.items() if won)
-    assert shapes.state_of(store.get(task["id"])) == winner
+    assert taskdicts.state_of(store.get(task["id"])) == winner

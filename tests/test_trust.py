@@ -18,6 +18,7 @@ from toolnexus import ToolContext
 from testproject.demo import DETAILS_SCHEMA
 from tests.conftest import RpcClient, basic, wait_until
 from tests.fakes import FakeLLM, Text, ToolCall
+from tests.utils import decisions_of
 from toolnexus_django.models import Conversation, TaskRecord
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -160,7 +161,7 @@ def test_a_reviewer_answers_it_in_the_admin(
     done = rpc.wait(waiting["id"])
     assert done["status"]["state"] == "completed"
     assert done["artifacts"][0]["parts"][0]["text"] == "Your claim is filed."
-    [event] = [e for e in stored(waiting["id"]).private["audit"] if e.get("decision") == "reply"]
+    [event] = [e for e in decisions_of(waiting["id"]) if e.get("decision") == "reply"]
     assert (event["actor"], event["role"], event["via"]) == ("admin", "reviewer", "admin")
 
 
@@ -278,7 +279,7 @@ class AdminSession:
 
     def review_path(self, task_id: str) -> str:
         quoted = urllib.parse.quote(task_id)
-        return f"/admin/toolnexus_django/awaitinghumantask/{quoted}/change/"
+        return f"/admin/toolnexus_django/awaitinghumantask/{quoted}/review/"
 
     def review_page(self, task_id: str) -> str:
         return self.get(self.review_path(task_id))
@@ -319,7 +320,7 @@ def test_the_admin_refuses_an_answer_that_breaks_the_schema_over_json(
         },
         referer=live_server.url + browser.review_path(waiting["id"]),
     )
-    assert status == 200 and landed.endswith("/change/")  # the page again, with the error
+    assert status == 200 and landed.endswith("/review/")  # the page again, with the error
     assert "/output: 7 is not of type" in body.replace("&#x27;", "'")
     assert stored(waiting["id"]).state == "input-required"
 

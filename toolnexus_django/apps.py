@@ -11,7 +11,7 @@ class ToolnexusDjangoConfig(AppConfig):
         # Register the system checks. Nothing else happens here: the runtime
         # starts on the first run, never because the app was imported.
         from . import checks  # noqa: F401
-        from .notifications import email_reviewers
+        from .review.notifications import email_reviewers
         from .signals import awaiting_human
 
         awaiting_human.connect(email_reviewers, dispatch_uid="toolnexus_django.email_reviewers")

@@ -255,6 +255,7 @@ _SECONDS = {
     "BLOCKING_TIMEOUT": False,
     "STREAM_MAX_SECONDS": False,
     "STREAM_HEARTBEAT": False,
+    "EVENT_POLL_INTERVAL": False,
 }
 
 
@@ -329,7 +330,7 @@ def _check_review(cfg: dict[str, Any]) -> list[CheckMessage]:
 
 def _check_answerers(cfg: dict[str, Any]) -> list[CheckMessage]:
     """ANSWERERS / TOOL_ANSWERERS: dicts of name -> "reviewer" | "requester" | a list of them."""
-    from .review import normalize_answerers
+    from .lifecycle.requests import normalize_answerers
 
     errors: list[CheckMessage] = []
     for key in ("ANSWERERS", "TOOL_ANSWERERS"):

@@ -103,6 +103,10 @@ DEFAULTS: dict[str, Any] = {
     # server thread); past it streams are refused "busy" and blocking sends
     # return at once. None = no limit.
     "MAX_HELD_REQUESTS": 4,
+    # How often, in seconds, a process looks for other processes' moves of
+    # the Tasks its blocking sends and streams wait on (one query per
+    # process, however many wait; moves in the same process wake them at once).
+    "EVENT_POLL_INTERVAL": 0.2,
     # Who may answer a pending Request, by its kind ("*" = any other kind):
     # "reviewer" (the admin, or code acting for a user with the answer_task
     # permission), "requester" (the Task's owner, by an A2A message carrying

@@ -131,10 +131,50 @@ class TaskRecord(models.Model):
         return self.state in TERMINAL_STATES
 
 
+class TaskEvent(models.Model):
+    """One transition of a Task (see :mod:`toolnexus_django.lifecycle.events`),
+    written in the same transaction as the change to its Task's row."""
+
+    task = models.ForeignKey(
+        TaskRecord, verbose_name=_("task"), on_delete=models.CASCADE, related_name="events"
+    )
+    #: 1 for the Task's first event, then one more per transition, no gaps.
+    seq = models.PositiveIntegerField(_("number"))
+    kind = models.CharField(_("move"), max_length=32)
+    from_state = models.CharField(_("from"), max_length=32, blank=True, default="")
+    to_state = models.CharField(_("to"), max_length=32)
+    at = models.DateTimeField(_("at"))
+    actor = models.CharField(_("by"), max_length=255, blank=True, default="")
+    #: "user", "worker" or "system".
+    actor_kind = models.CharField(_("actor kind"), max_length=16, default="system")
+    via = models.CharField(_("via"), max_length=32, blank=True, default="")
+    #: What anyone who may read the Task may see: the status it left, artifact ids.
+    public = models.JSONField(_("public part"), default=dict, encoder=StorageJSONEncoder)
+    #: Server-side only: decision, comment, error, attempts.
+    private = models.JSONField(
+        _("server-side part"), default=dict, blank=True, encoder=StorageJSONEncoder
+    )
+
+    class Meta:
+        verbose_name = _("task event")
+        verbose_name_plural = _("task events")
+        ordering = ("task", "seq")
+        constraints = [
+            models.UniqueConstraint(fields=["task", "seq"], name="tnx_event_task_seq"),
+        ]
+        indexes = [
+            # "Decisions across Tasks", newest first (the admin's timeline of moves).
+            models.Index(fields=["kind", "-at"], name="tnx_event_kind_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} #{self.seq} {self.kind}"
+
+
 class Conversation(models.Model):
     """The transcript of one A2A conversation of one owner, so an agent
     remembers earlier turns across restarts and processes. ``key`` is
-    :func:`toolnexus_django.conversations.conversation_key` of the owner and
+    :func:`toolnexus_django.agent.conversations.conversation_key` of the owner and
     the ``contextId``: the same contextId from two owners is two
     conversations."""
 

@@ -179,7 +179,7 @@ def describe_sweep() -> str:
 
 def start_housekeeping() -> Any:
     """This worker's sweep thread (its first sweep runs at once)."""
-    from .housekeeping import Housekeeper
+    from .fulfilment.sweep import Housekeeper
 
     return Housekeeper().start()
 
@@ -196,9 +196,9 @@ def waiting_stopper() -> Callable[[], None]:
 def stop_background_work(timeout: float) -> bool:
     """Let this process's running Tasks finish (at most ``timeout`` seconds),
     then stop its agent runtime. Returns whether every run finished."""
-    from .leases import release_runs
-    from .runtime import shutdown_runtime
-    from .tasks import close_inprocess_backend
+    from .agent.runtime import shutdown_runtime
+    from .fulfilment.jobs import close_inprocess_backend
+    from .fulfilment.leases import release_runs
 
     deadline = time.monotonic() + max(0.0, timeout)
     finished = close_inprocess_backend(timeout=max(0.0, timeout))

@@ -30,3 +30,9 @@ awaiting_human = Signal()
 #: background. Keyword arguments: ``task_id``, ``answer`` (toolnexus Answer),
 #: ``event`` (the audit entry: actor, decision, comment, from/to state, ...).
 task_answered = Signal()
+
+#: A Task moved (every transition but a lease renewal), once its change is
+#: stored. Keyword arguments: ``task_id``, ``event`` (a dict: ``seq``, ``kind``,
+#: ``from_state``, ``to_state``, ``at``, ``actor``, ``actor_kind``, ``via``,
+#: ``public``, ``private``). Sent where the move was made (a worker, a request).
+task_event = Signal()

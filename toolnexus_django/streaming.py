@@ -2,15 +2,17 @@
 SendStreamingMessage, tasks/resubscribe, SubscribeToTask).
 
 Each event is one JSON-RPC response object (``data: {...}``), as the official
-a2a-sdk server sends them; an error after the stream started is sent as
-``event: error`` with a JSON-RPC error object. Quiet periods carry a comment
+a2a-sdk server sends them, with an ``id:`` a client may send back as
+``Last-Event-ID`` to resume (see :mod:`toolnexus_django.a2a.follow`); an
+error after the stream started is sent as ``event: error`` with a JSON-RPC
+error object. Quiet periods carry a comment
 (``: keep-alive``) every STREAM_HEARTBEAT seconds.
 
 The body is a plain iterator handed to Django's ``StreamingHttpResponse``:
 under gunicorn's threaded workers each open stream holds one server thread
 (see :mod:`toolnexus_django.a2a.follow` for the bound). When the client goes
 away, the next write fails, the server closes the iterator, and the stream
-stops polling: a vanished client costs nothing more.
+stops watching: a vanished client costs nothing more.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ class SseBody:
             return b"event: error\ndata: " + dumps(failure(self.rid, error)) + b"\n\n"
         if item is None:
             return KEEP_ALIVE
-        return b"data: " + dumps(success(self.rid, item)) + b"\n\n"
+        head = b"id: " + item.id.encode() + b"\n" if item.id else b""
+        return head + b"data: " + dumps(success(self.rid, item.result)) + b"\n\n"
 
     def close(self) -> None:
         """Called when the stream ends, and by the server when the response

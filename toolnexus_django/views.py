@@ -16,15 +16,20 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
+from toolnexus import Answer
 
+from . import lifecycle
 from .a2a.card import build_card
 from .a2a.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError, failure, parse_request, success
 from .a2a.methods import CallContext, EventStream, dispatch
 from .conf import toolnexus_settings
-from .stores import get_task_store
+from .fulfilment.jobs import schedule_fulfilment
+from .lifecycle.messages import answer_data, user_message
+from .review import answer_task, cancel_task
+from .stores import TaskStore, get_task_store
+from .stores.base import Task
 from .streaming import sse_response
 from .strictjson import dumps
-from .tasks import schedule_fulfilment
 
 logger = logging.getLogger("toolnexus_django.views")
 
@@ -44,6 +49,41 @@ def _classes(value: Any, default: Any) -> list[Any]:
 def _imported(paths: tuple[Any, ...]) -> tuple[Any, ...]:
     # Resolved once per distinct setting, not on every request.
     return tuple(import_string(c) if isinstance(c, str) else c for c in paths)
+
+
+class EndpointActions:
+    """What the wire may change, for one request: start a Task (and schedule
+    its run), answer one as its requester, cancel one."""
+
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+
+    def start(self, message: dict[str, Any], *, owner: str | None, text: str) -> Task:
+        task = lifecycle.submit(self.store, message, owner=owner, text=text).task
+        schedule_fulfilment(task["id"], self.store)
+        return task
+
+    def answer(self, task: Task, message: dict[str, Any], *, owner: str | None) -> Task:
+        pending = lifecycle.read(task).pending or {}
+        return answer_task(
+            task["id"],
+            Answer(id=pending.get("id"), ok=True, data=answer_data(message)),
+            decision="message",
+            role="requester",
+            actor=owner,
+            via="a2a",
+            message=user_message(message, task=task),
+            store=self.store,
+        )
+
+    def cancel(self, task_id: str, *, owner: str | None) -> Task:
+        from .review import NotCancelable, TaskNotFound
+
+        try:
+            return cancel_task(task_id, store=self.store, actor=owner, via="a2a")
+        except (NotCancelable, TaskNotFound) as refused:
+            state = getattr(refused, "state", "gone")
+            raise lifecycle.IllegalMove("cancel", task_id, state, "done") from None
 
 
 def _speaks_v1(request: Request) -> bool:
@@ -124,9 +164,10 @@ class JsonRpcView(APIView):
             owner = str(user.pk) if user is not None and user.is_authenticated else None
             ctx = CallContext(
                 store=store,
+                actions=EndpointActions(store),
                 owner=owner,
                 a2a_version=request.headers.get("A2A-Version"),
-                schedule=lambda task_id: schedule_fulfilment(task_id, store),
+                last_event_id=request.headers.get("Last-Event-ID"),
             )
             result = dispatch(rpc, ctx)
             if isinstance(result, EventStream):

@@ -26,8 +26,9 @@ from typing import Any
 
 import toolnexus
 
+from ..agent.runtime import skills_dirs
 from ..conf import toolnexus_settings
-from ..runtime import skills_dirs
+from ..registry import PerProcess
 
 PROTOCOL_VERSION = "0.3.0"
 #: (protocolBinding, protocolVersion) of each entry of supportedInterfaces.
@@ -44,52 +45,37 @@ V1_SCHEME_KEYS = {
 
 logger = logging.getLogger("toolnexus_django.card")
 
-_lock = threading.Lock()
-_skills_cache: list[dict[str, Any]] | None = None
-_security_lock = threading.Lock()
+
+def _read_skills() -> list[dict[str, Any]]:
+    dirs = skills_dirs()
+    found = toolnexus.list_skills(dirs).skills if dirs else []
+    wanted = toolnexus_settings.AGENT.get("skills")
+    selected = [s for s in found if wanted is None or s.name in wanted]
+    return [
+        {
+            "id": s.name,
+            "name": s.name,
+            "description": s.description or "",
+            # v1.0 requires at least one tag.
+            "tags": [s.name],
+        }
+        for s in sorted(selected, key=lambda s: s.name)
+    ]
+
+
+#: Read once per process, and again when settings change.
+_skills = PerProcess("card skills", _read_skills)
 #: Authentication classes -> the card's security fields (cleared on reload).
-_security_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
+_security: PerProcess[dict[tuple[Any, ...], dict[str, Any]]] = PerProcess(
+    "card security schemes", dict
+)
+_security_lock = threading.Lock()
 
 
 def card_skills() -> list[dict[str, Any]]:
     """The card's skills: every SKILL.md under TOOLKIT["skills_dir"], filtered
-    by AGENT["skills"]. Read once per process (and again when settings change)."""
-    global _skills_cache
-    cached = _skills_cache
-    if cached is None:
-        with _lock:
-            if _skills_cache is None:
-                dirs = skills_dirs()
-                found = toolnexus.list_skills(dirs).skills if dirs else []
-                wanted = toolnexus_settings.AGENT.get("skills")
-                selected = [s for s in found if wanted is None or s.name in wanted]
-                _skills_cache = [
-                    {
-                        "id": s.name,
-                        "name": s.name,
-                        "description": s.description or "",
-                        # v1.0 requires at least one tag.
-                        "tags": [s.name],
-                    }
-                    for s in sorted(selected, key=lambda s: s.name)
-                ]
-            cached = _skills_cache
-    return cached
-
-
-def _forget_skills() -> None:
-    global _skills_cache
-    with _lock:
-        _skills_cache = None
-
-
-def _forget_security() -> None:
-    with _security_lock:
-        _security_cache.clear()
-
-
-toolnexus_settings.on_reload(_forget_skills)
-toolnexus_settings.on_reload(_forget_security)
+    by AGENT["skills"]."""
+    return _skills.get()
 
 
 def scheme_for(auth_class: Any) -> tuple[str, dict[str, Any]] | None:
@@ -149,7 +135,7 @@ def both_forms(scheme: dict[str, Any]) -> dict[str, Any]:
     return {**scheme, key: inner}
 
 
-def _security(auth_classes: tuple[Any, ...]) -> dict[str, Any]:
+def _derive_security(auth_classes: tuple[Any, ...]) -> dict[str, Any]:
     configured = toolnexus_settings.SECURITY_SCHEMES
     schemes: dict[str, dict[str, Any]] = {}
     if configured is not None:
@@ -178,10 +164,11 @@ def security_fields(auth_classes: Sequence[Any]) -> dict[str, Any]:
     for an endpoint with these authentication classes ({} = none). Derived once
     per distinct classes and setting; each call gets its own copy."""
     key = tuple(auth_classes)
+    cache = _security.get()
     with _security_lock:
-        cached = _security_cache.get(key)
+        cached = cache.get(key)
         if cached is None:
-            cached = _security_cache[key] = _security(key)
+            cached = cache[key] = _derive_security(key)
     # A copy: callers (the a2a-sdk's parser, say) may mutate what they get.
     return copy.deepcopy(cached)
 

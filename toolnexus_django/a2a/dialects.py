@@ -19,8 +19,8 @@ slash names (message/send)    v0.3                 -32009           -32009
 anything else                 -32601               -32601           -32009
 ============================  ===================  ===============  ==========
 
-Rendering is an allow-list: only public keys leave the server, whatever a
-store or a later feature adds to the stored Task.
+Rendering starts from the lifecycle's allow-list (``lifecycle.public``): only
+public keys leave the server, whatever a store or a later feature adds.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ import enum
 import re
 from typing import Any
 
+from ..lifecycle.public import public_artifact, public_status, public_task
 from ..stores.base import Task
-from . import parts, v1
+from . import v1
 from .jsonrpc import METHOD_NOT_FOUND, VERSION_NOT_SUPPORTED, RpcError
 
 
@@ -75,8 +76,6 @@ METHODS: dict[str, str] = {**V03_METHODS, **V10_METHODS}
 
 SUPPORTED_VERSIONS = ("0.3", "1.0")
 
-PUBLIC_TASK_KEYS = ("id", "contextId", "kind", "status", "artifacts", "history", "metadata")
-PUBLIC_STATUS_KEYS = ("state", "message", "timestamp")
 
 _VERSION = re.compile(r"^(\d+)(?:\.(\d+))?(?:\.\d+)?$")
 
@@ -136,36 +135,6 @@ def check_version(header: str | None) -> None:
     negotiate_version(header)
 
 
-def public_task(task: Task) -> Task:
-    """The public part of a stored Task, in the canonical shape. Parts that
-    are not valid (stored before parts were checked) are left out."""
-    out: dict[str, Any] = {k: task[k] for k in PUBLIC_TASK_KEYS if k in task}
-    tid = str(task.get("id") or "")
-    status = task.get("status")
-    status = status if isinstance(status, dict) else {}
-    out["status"] = {k: status[k] for k in PUBLIC_STATUS_KEYS if k in status}
-    if "message" in out["status"]:
-        message = parts.readable_message(out["status"]["message"], tid)
-        if message is None:
-            del out["status"]["message"]
-        else:
-            out["status"]["message"] = message
-    if "history" in out:
-        history = out["history"] if isinstance(out["history"], list) else []
-        out["history"] = [m for m in (parts.readable_message(m, tid) for m in history) if m]
-    if "artifacts" in out:
-        artifacts = out["artifacts"] if isinstance(out["artifacts"], list) else []
-        out["artifacts"] = [
-            a if a.get("parts") is None else {**a, "parts": parts.readable(a["parts"], tid)}
-            for a in artifacts
-            if isinstance(a, dict)
-        ]
-    if "metadata" in out and not isinstance(out["metadata"], dict):
-        del out["metadata"]
-    out.setdefault("kind", "task")
-    return out
-
-
 def limit_history(task: Task, dialect: Dialect, history_length: int | None) -> Task:
     """Keep the last ``history_length`` messages. 0 means none in v1.0 and
     all in v0.3 / toolnexus (the official SDK reads it the same way)."""
@@ -205,10 +174,14 @@ def stream_task(task: Task, dialect: Dialect, *, history_length: int | None = No
     return {"task": rendered} if dialect is Dialect.V10 else rendered
 
 
-def status_event(task: Task, dialect: Dialect, *, final: bool) -> dict[str, Any]:
-    """A TaskStatusUpdateEvent. v0.3 marks the last one ``final``; v1.0 has no
-    such field (the stream simply ends after a terminal or interrupted state)."""
-    status = public_task(task)["status"]
+def status_update(
+    task: Task, status: dict[str, Any], dialect: Dialect, *, final: bool
+) -> dict[str, Any]:
+    """A TaskStatusUpdateEvent carrying ``status`` (a stored status: the
+    state, message and time one event left the Task in). v0.3 marks the last
+    one ``final``; v1.0 has no such field (the stream simply ends after a
+    terminal or interrupted state)."""
+    status = public_status(status, str(task["id"]))
     if dialect is Dialect.V10:
         return {
             "statusUpdate": {
@@ -226,10 +199,14 @@ def status_event(task: Task, dialect: Dialect, *, final: bool) -> dict[str, Any]
     }
 
 
+def status_event(task: Task, dialect: Dialect, *, final: bool) -> dict[str, Any]:
+    """A TaskStatusUpdateEvent carrying the Task's current status."""
+    return status_update(task, task.get("status") or {}, dialect, final=final)
+
+
 def artifact_event(task: Task, artifact: dict[str, Any], dialect: Dialect) -> dict[str, Any]:
     """A TaskArtifactUpdateEvent carrying one whole artifact."""
-    if isinstance(artifact.get("parts"), list):
-        artifact = {**artifact, "parts": parts.readable(artifact["parts"], str(task["id"]))}
+    artifact = public_artifact(artifact, str(task["id"]))
     if dialect is Dialect.V10:
         return {
             "artifactUpdate": {

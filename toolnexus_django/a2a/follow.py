@@ -1,10 +1,16 @@
-"""Following a Task through the store: blocking sends and SSE streams.
+"""Following a Task: blocking sends and SSE streams, on the Task's events.
 
-Both poll the configured store — never an in-process queue — so they see a run
-that happens in another thread, another process or another machine. Polling
-starts at 50 ms and backs off to 500 ms (and starts fast again after each
-change), so a waiting request costs at most two cheap primary-key reads a
-second.
+Both wait on the lifecycle's wake-ups (:mod:`..lifecycle.wakeups`): a move
+in this process wakes them at once, another process's move within one
+``EVENT_POLL_INTERVAL`` (one poll per process, not per waiting request).
+They read the Task's event log, so they see every transition — a state that
+lasts a millisecond included — wherever the run happens.
+
+A stream sends one message per event, each with an SSE ``id``: the event's
+number for its status update (``"7"``), and ``"<n-1>.<k>"`` for the k-th
+artifact update that comes with event n (``"6.1"``), so ids increase within a
+Task. A client that reconnects with ``Last-Event-ID`` gets exactly the
+messages after that id, then the live ones.
 
 A waiting request (a blocking send, an open stream) holds one server thread
 for as long as it waits. :data:`held` bounds how many may do so at once in one
@@ -14,27 +20,22 @@ can never take every thread away from the rest of the API.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
+from .. import lifecycle
 from ..conf import toolnexus_settings
+from ..lifecycle import states, wakeups
+from ..lifecycle.events import Event
 from ..stores import TaskStore
-from ..stores.base import Task
-from . import shapes
-from .dialects import Dialect, artifact_event, status_event, stream_task
+from ..stores.base import Task, state_of
+from .dialects import Dialect, artifact_event, status_update, stream_task
 
-#: States a send waits for and a stream ends on: terminal, or waiting on a person.
-SETTLED = shapes.TERMINAL | shapes.AWAITING_HUMAN
-
-
-def backoff(first: float = 0.05, factor: float = 1.5, cap: float = 0.5) -> Iterator[float]:
-    delay = first
-    while True:
-        yield delay
-        delay = min(cap, delay * factor)
-
+SETTLED = states.SETTLED
 
 # -- shutdown ----------------------------------------------------------------------
 
@@ -42,9 +43,10 @@ _stopping = threading.Event()
 
 
 def stop_waiting() -> None:
-    """End every blocking wait and stream of this process at its next poll
-    (for a server that is shutting down: streams end, clients resubscribe)."""
+    """End every blocking wait and stream of this process now (for a server
+    that is shutting down: streams end, clients resubscribe)."""
     _stopping.set()
+    wakeups.hub.wake_all()
 
 
 def resume_waiting() -> None:
@@ -101,27 +103,72 @@ class Slot:
 held = HeldRequests()
 
 
-# -- waiting -------------------------------------------------------------------------
+# -- blocking sends ----------------------------------------------------------------------
 
 
 def wait_settled(store: TaskStore, task: Task, timeout: float | None = None) -> Task:
-    """``task`` as soon as the store shows it terminal or waiting on a person,
-    else as it is when ``timeout`` (BLOCKING_TIMEOUT) runs out."""
+    """``task`` as soon as it is terminal or waiting on a person, else as it
+    is when ``timeout`` (BLOCKING_TIMEOUT) runs out."""
     limit = float(toolnexus_settings.BLOCKING_TIMEOUT if timeout is None else timeout)
     deadline = time.monotonic() + limit
     current = task
-    delays = backoff()
-    while shapes.state_of(current) not in SETTLED:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or _stopping.wait(min(next(delays), remaining)):
-            break
+    with wakeups.watch(store, task["id"]) as watch:
+        # Read once after watching: a move before the watch began is seen too.
         current = store.get(task["id"]) or current
+        while state_of(current) not in SETTLED and not _stopping.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            if watch.wait(remaining):
+                current = store.get(task["id"]) or current
     return current
 
 
-def _status_key(task: Task) -> tuple[str, Any]:
-    message = (task.get("status") or {}).get("message") or {}
-    return shapes.state_of(task), message.get("messageId")
+# -- streams ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Message:
+    """One SSE message of a stream: its ``id`` and the JSON-RPC result."""
+
+    id: str | None
+    result: Any
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a client is: every message of events up to ``seq`` delivered,
+    and the first ``artifacts`` artifact updates of event ``seq + 1``."""
+
+    seq: int
+    artifacts: int = 0
+
+
+_EVENT_ID = re.compile(r"^\s*(\d{1,18})(?:\.(\d{1,6}))?\s*$")
+
+
+def position_of(last_event_id: str | None) -> Position | None:
+    """The :class:`Position` a ``Last-Event-ID`` names (None: no header, or
+    not one of this server's ids — then the stream starts afresh)."""
+    if not last_event_id:
+        return None
+    match = _EVENT_ID.match(last_event_id)
+    if match is None:
+        return None
+    return Position(int(match[1]), int(match[2] or 0))
+
+
+def _messages(event: Event, task: Task, dialect: Dialect, skip: int) -> Iterator[Message]:
+    """The SSE messages of one event: an artifact update per artifact it
+    added (from the Task: artifacts never change once added), then its status."""
+    artifacts = {a.get("artifactId"): a for a in task.get("artifacts") or () if isinstance(a, dict)}
+    for k, artifact_id in enumerate(event.artifact_ids, start=1):
+        if k <= skip or artifact_id not in artifacts:
+            continue
+        message = artifact_event(task, artifacts[artifact_id], dialect)
+        yield Message(f"{event.seq - 1}.{k}", message)
+    final = event.to_state in SETTLED
+    yield Message(str(event.seq), status_update(task, event.status, dialect, final=final))
 
 
 def follow(
@@ -130,48 +177,57 @@ def follow(
     dialect: Dialect,
     *,
     history_length: int | None = None,
-) -> Iterator[Any]:
-    """The events of a stream, rendered for ``dialect``: ``first`` (the Task),
-    then an artifact-update per new artifact and a status-update per change of
-    state, until the Task is terminal or waits on a person. ``None`` items
-    ask for a keep-alive. Ends after STREAM_MAX_SECONDS in any case."""
+    after: Position | None = None,
+) -> Iterator[Message | None]:
+    """The messages of a stream, rendered for ``dialect``. Without ``after``:
+    ``first`` (the Task as the caller read it), then one message per later
+    event, until an event leaves the Task terminal or waiting on a person.
+    With ``after`` (from ``Last-Event-ID``): exactly the messages after it,
+    then the live ones, until such an event. ``None`` items ask for a
+    keep-alive comment. Ends after STREAM_MAX_SECONDS in any case."""
     max_seconds = float(toolnexus_settings.STREAM_MAX_SECONDS)
     heartbeat = max(0.05, float(toolnexus_settings.STREAM_HEARTBEAT))
-    yield stream_task(first, dialect, history_length=history_length)
-    if shapes.state_of(first) in SETTLED:
-        return
-    seen = {a.get("artifactId") for a in first.get("artifacts") or ()}
-    last = _status_key(first)
-    last_sent = time.monotonic()
-    deadline = last_sent + max_seconds
-    delays = backoff()
-    while True:
-        now = time.monotonic()
-        if now >= deadline:
-            return
-        if now - last_sent >= heartbeat:
-            yield None
-            last_sent = time.monotonic()
-            continue
-        pause = min(next(delays), deadline - now, last_sent + heartbeat - now)
-        if _stopping.wait(max(0.0, pause)):
-            return
-        current = store.get(first["id"])
-        if current is None:
-            return
-        events = []
-        for artifact in current.get("artifacts") or ():
-            if artifact.get("artifactId") not in seen:
-                seen.add(artifact.get("artifactId"))
-                events.append(artifact_event(current, artifact, dialect))
-        settled = shapes.state_of(current) in SETTLED
-        key = _status_key(current)
-        if key != last or settled:
-            last = key
-            events.append(status_event(current, dialect, final=settled))
-        if events:
-            yield from events
-            last_sent = time.monotonic()
-            delays = backoff()
-        if settled:
-            return
+    task_id = first["id"]
+    with wakeups.watch(store, task_id) as watch:
+        if after is None:
+            seq = lifecycle.read(first).seq
+            yield Message(
+                str(seq) if seq else None,
+                stream_task(first, dialect, history_length=history_length),
+            )
+            if state_of(first) in SETTLED:
+                return
+            position = Position(seq)
+        else:
+            position = after
+        last_sent = time.monotonic()
+        deadline = last_sent + max_seconds
+        while not _stopping.is_set():
+            events = [Event.from_dict(e) for e in store.events(task_id, after=position.seq)]
+            if events:
+                current = store.get(task_id) or first
+                if events[0].seq > position.seq + 1:
+                    # The store no longer keeps the events asked for (stores
+                    # without an event table keep the newest): start afresh.
+                    events = []
+                    yield Message(str(lifecycle.read(current).seq), stream_task(current, dialect))
+                    if state_of(current) in SETTLED:
+                        return
+                    position = Position(lifecycle.read(current).seq)
+                for event in events:
+                    skip = position.artifacts if event.seq == position.seq + 1 else 0
+                    yield from _messages(event, current, dialect, skip)
+                    position = Position(event.seq)
+                    last_sent = time.monotonic()
+                    if event.to_state in SETTLED:
+                        return
+            elif after is not None and state_of(store.get(task_id)) in states.TERMINAL:
+                return  # nothing more will ever come
+            now = time.monotonic()
+            if now >= deadline:
+                return
+            if now - last_sent >= heartbeat:
+                yield None
+                last_sent = time.monotonic()
+                continue
+            watch.wait(max(0.0, min(deadline - now, last_sent + heartbeat - now)))

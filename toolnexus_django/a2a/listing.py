@@ -8,22 +8,23 @@ changes while a client pages moves to the front, as in the official SDK's
 stores.)
 
 Needs a store that can query: the database store does; a custom store may
-offer ``list_tasks(query) -> (rows, total)`` (rows: ``(task, updated_at)``
-newest first, at most ``query.limit``). Other stores answer -32004.
+offer ``list_tasks(query: stores.base.TaskQuery) -> (rows, total)`` (rows:
+``(task, updated_at)`` newest first, at most ``query.limit``). Other stores
+answer -32004.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db.models import Q
-
-from ..stores import DjangoTaskStore, TaskStore
+from ..stores import TaskStore
+from ..stores.base import TaskQuery
 from . import v1
 from .dialects import Dialect, render_task
 from .jsonrpc import INVALID_PARAMS, UNSUPPORTED_OPERATION, RpcError
@@ -59,16 +60,6 @@ class Cursor:
         return cls(moment, tid)
 
 
-@dataclass(frozen=True)
-class Query:
-    owner: str | None
-    context_id: str | None = None
-    state: str | None = None
-    updated_after: datetime | None = None
-    cursor: Cursor | None = None
-    limit: int = DEFAULT_PAGE_SIZE
-
-
 def _whole(value: Any, name: str) -> int | None:
     if value is None:
         return None
@@ -80,7 +71,7 @@ def _whole(value: Any, name: str) -> int | None:
     return value
 
 
-def parse_query(params: dict[str, Any], owner: str | None) -> tuple[Query, int | None, bool]:
+def parse_query(params: dict[str, Any], owner: str | None) -> tuple[TaskQuery, int | None, bool]:
     """The query, historyLength and includeArtifacts of ListTasks params."""
     size = _whole(params.get("pageSize"), "pageSize")
     if size is None:
@@ -110,33 +101,16 @@ def parse_query(params: dict[str, Any], owner: str | None) -> tuple[Query, int |
     include = params.get("includeArtifacts", False)
     if not isinstance(include, bool):
         raise RpcError(INVALID_PARAMS, "Invalid params: includeArtifacts must be a boolean")
-    query = Query(
+    cursor = Cursor.decode(token) if token else None
+    query = TaskQuery(
         owner=owner,
         context_id=context_id,
         state=v1.state_filter(params.get("status")),
         updated_after=updated_after,
-        cursor=Cursor.decode(token) if token else None,
+        after=(cursor.updated_at, cursor.id) if cursor else None,
         limit=size,
     )
     return query, history_length, include
-
-
-def query_database(store: DjangoTaskStore, query: Query) -> tuple[list[tuple[Any, Any]], int]:
-    rows = store.model.objects.using(store.using)
-    rows = rows.filter(owner__isnull=True) if query.owner is None else rows.owned_by(query.owner)
-    if query.context_id is not None:
-        rows = rows.filter(context_id=query.context_id)
-    if query.state is not None:
-        rows = rows.filter(state=query.state)
-    if query.updated_after is not None:
-        rows = rows.filter(updated_at__gte=query.updated_after)
-    total = rows.count()
-    if query.cursor is not None:
-        c = query.cursor
-        rows = rows.filter(Q(updated_at__lt=c.updated_at) | Q(updated_at=c.updated_at, id__lt=c.id))
-    # Only the public JSON is read: the private section never leaves the table.
-    page = rows.order_by("-updated_at", "-id").values_list("id", "task", "updated_at")
-    return [({**task, "id": tid}, updated) for tid, task, updated in page[: query.limit]], total
 
 
 def list_tasks(
@@ -144,10 +118,8 @@ def list_tasks(
 ) -> dict[str, Any]:
     query, history_length, include_artifacts = parse_query(params, owner)
     # One row more than the page says whether there is a next page.
-    probe = Query(**{**query.__dict__, "limit": query.limit + 1})
-    if isinstance(store, DjangoTaskStore):
-        rows, total = query_database(store, probe)
-    elif callable(getattr(store, "list_tasks", None)):
+    probe = dataclasses.replace(query, limit=query.limit + 1)
+    if callable(getattr(store, "list_tasks", None)):
         rows, total = store.list_tasks(probe)  # type: ignore[attr-defined]
     else:
         raise RpcError(

@@ -2,17 +2,23 @@
 
 :func:`dispatch` answers one request with its result, an :class:`EventStream`
 (the streaming methods, sent as Server-Sent Events by the view), or raises
-:class:`~toolnexus_django.a2a.jsonrpc.RpcError`.
+:class:`~toolnexus_django.a2a.jsonrpc.RpcError`. The wire reads Tasks
+through the store it is handed; what changes a Task (starting one, answering
+one, canceling one) it asks of the :class:`Actions` the view hands it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from .. import lifecycle
+from ..lifecycle import states
+from ..lifecycle.messages import has_answer, message_text
 from ..stores import TaskStore
-from . import follow, parts, shapes, v1
+from ..stores.base import Task, state_of
+from . import follow, parts, v1
 from .dialects import Dialect, render_task, resolve
 from .jsonrpc import (
     EXTENDED_CARD_NOT_CONFIGURED,
@@ -27,15 +33,30 @@ from .jsonrpc import (
 )
 
 
+class Actions(Protocol):
+    """What the wire may ask to change (the view supplies these)."""
+
+    def start(self, message: dict[str, Any], *, owner: str | None, text: str) -> Task:
+        """A new Task for ``message``, saved and scheduled; as saved."""
+
+    def answer(self, task: Task, message: dict[str, Any], *, owner: str | None) -> Task:
+        """Answer the waiting ``task`` with ``message`` as its requester;
+        raises ``lifecycle.AnswerRefused``."""
+
+    def cancel(self, task_id: str, *, owner: str | None) -> Task:
+        """Cancel; raises ``lifecycle.IllegalMove`` when it is terminal."""
+
+
 @dataclass(frozen=True)
 class CallContext:
-    """Who is calling and through which store."""
+    """Who is calling, through which store, and what may change Tasks."""
 
     store: TaskStore
+    actions: Actions
     owner: str | None = None
     a2a_version: str | None = None
-    #: Called with a new Task's id once it is saved (enqueues its fulfilment).
-    schedule: Callable[[str], None] | None = None
+    #: The ``Last-Event-ID`` of a stream's reconnect.
+    last_event_id: str | None = None
 
 
 @dataclass
@@ -44,7 +65,7 @@ class EventStream:
     as one SSE event; ``None`` asks for a keep-alive comment. ``close()`` must
     be called however the stream ends (it frees the held-request slot)."""
 
-    events: Iterator[Any]
+    events: Iterator[follow.Message | None]
     dialect: Dialect
     slot: follow.Slot | None = field(default=None, repr=False)
 
@@ -99,7 +120,7 @@ def _own_task(ctx: CallContext, task_id: str) -> dict[str, Any]:
     task = ctx.store.get(task_id)
     # Another owner's Task answers exactly like an unknown one: its existence
     # is not disclosed.
-    if task is None or shapes.owner_of(task) != ctx.owner:
+    if task is None or lifecycle.owner_of(task) != ctx.owner:
         raise RpcError(TASK_NOT_FOUND, f"Task not found: {task_id[:100]}")
     return task
 
@@ -207,77 +228,40 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
     return {"task": rendered} if dialect is Dialect.V10 else rendered
 
 
-def start_task(message: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+def start_task(message: dict[str, Any], ctx: CallContext) -> Task:
     """A new ``submitted`` Task for ``message``, saved and scheduled; returned
     as saved (not re-read: a fast worker may already have moved it)."""
-    text = shapes.message_text(message)
+    text = message_text(message)
     if not text.strip():
         raise RpcError(INVALID_PARAMS, "Invalid params: the message has no text part")
-    task = shapes.new_task(message, text=text, owner=ctx.owner)
-    ctx.store.save(task)
-    if ctx.schedule is not None:
-        ctx.schedule(task["id"])
-    return task
+    return ctx.actions.start(message, owner=ctx.owner, text=text)
 
 
-def answer_data(message: dict[str, Any]) -> dict[str, Any]:
-    """The Answer data a continuing message carries: its data parts merged,
-    else its text as ``{"output": text}`` (toolnexus's ``answer_output`` key)."""
-    data: dict[str, Any] = {}
-    found = False
-    for part in message.get("parts") or ():
-        if (
-            isinstance(part, dict)
-            and part.get("kind") == "data"
-            and isinstance(part.get("data"), dict)
-        ):
-            data.update(part["data"])
-            found = True
-    return data if found else {"output": shapes.message_text(message)}
-
-
-def continue_task(message: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+def continue_task(message: dict[str, Any], ctx: CallContext) -> Task:
     """A message carrying the taskId of a Task waiting on input answers it
-    (ok=True) and its run resumes. Returns the Task as saved (``working``)."""
-    from toolnexus import Answer
-
-    from ..review import AnswerRefused, answer_task, pending_request
-
+    (ok=True, as its requester) and its run resumes. Returns the Task as
+    saved (``working``)."""
     task_id = message["taskId"]
-    if not isinstance(task_id, str) or not task_id:
-        raise RpcError(INVALID_PARAMS, "Invalid params: taskId must be a non-empty string")
     task = _own_task(ctx, task_id)
     context_id = message.get("contextId")
     if context_id is not None and context_id != task.get("contextId"):
         raise RpcError(
             INVALID_PARAMS, "Invalid params: contextId does not match the task's contextId"
         )
-    state = shapes.state_of(task)
-    pending = pending_request(task)
-    if state in shapes.TERMINAL:
+    state = state_of(task)
+    if state in states.TERMINAL:
         raise RpcError(
             UNSUPPORTED_OPERATION, f"Task {task_id[:100]} is {state}: it cannot be continued"
         )
-    if state not in shapes.AWAITING_HUMAN or pending is None:
+    if lifecycle.phase_of(task) != states.WAITING:
         raise RpcError(
             UNSUPPORTED_OPERATION, f"Task {task_id[:100]} is {state}, not waiting for input"
         )
-    has_data = any(p.get("kind") == "data" for p in message["parts"])
-    if not has_data and not shapes.message_text(message).strip():
+    if not has_answer(message):
         raise RpcError(INVALID_PARAMS, "Invalid params: the message carries no answer")
-    user_message = shapes.user_message(message, task=task)
     try:
-        return answer_task(
-            task_id,
-            Answer(id=pending["id"], ok=True, data=answer_data(message)),
-            decision="message",
-            role="requester",
-            actor=ctx.owner,
-            via="a2a",
-            message=user_message,
-            store=ctx.store,
-        )
-    except AnswerRefused as refused:
+        return ctx.actions.answer(task, message, owner=ctx.owner)
+    except lifecycle.AnswerRefused as refused:
         if refused.reason == "invalid":
             raise RpcError(
                 INVALID_PARAMS,
@@ -316,19 +300,15 @@ def list_tasks(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> An
 
 
 def cancel(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
-    from ..cancellation import NotCancelable, TaskNotFound, cancel_task
-
     task_id = _task_id(params)
     _own_task(ctx, task_id)
     try:
-        canceled = cancel_task(task_id, store=ctx.store, actor=ctx.owner, via="a2a")
-    except NotCancelable as refused:
+        canceled = ctx.actions.cancel(task_id, owner=ctx.owner)
+    except lifecycle.IllegalMove as refused:
         raise RpcError(
             TASK_NOT_CANCELABLE,
             f"Task {task_id[:100]} is {refused.state}: it can no longer be canceled",
         ) from None
-    except TaskNotFound:
-        raise RpcError(TASK_NOT_FOUND, f"Task not found: {task_id[:100]}") from None
     return render_task(canceled, dialect)
 
 
@@ -336,10 +316,14 @@ def cancel(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
 
 
 def subscribe(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
+    """Follow a Task. With ``Last-Event-ID`` (a reconnect): exactly the
+    messages after it, replayed even if the Task has finished since, then the
+    live ones. Without: the Task, then its moves (a terminal Task: -32004)."""
     task_id = _task_id(params)
     task = _own_task(ctx, task_id)
-    state = shapes.state_of(task)
-    if state in shapes.TERMINAL:
+    after = follow.position_of(ctx.last_event_id)
+    state = state_of(task)
+    if after is None and state in states.TERMINAL:
         raise RpcError(
             UNSUPPORTED_OPERATION,
             f"Task {task_id[:100]} is {state}: there is nothing to subscribe to",
@@ -347,7 +331,7 @@ def subscribe(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any
     slot = follow.held.hold()
     if slot is None:
         raise _busy()
-    return EventStream(follow.follow(ctx.store, task, dialect), dialect, slot)
+    return EventStream(follow.follow(ctx.store, task, dialect, after=after), dialect, slot)
 
 
 # -- what this server does not offer ---------------------------------------------------------

@@ -12,13 +12,13 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from ..conf import toolnexus_settings
+from ..registry import PerProcess
 from .adapter import ToolnexusStoreAdapter, as_toolnexus_store
 from .base import PRIVATE_KEY, Task, TaskStore
 from .db import DjangoTaskStore
@@ -89,27 +89,11 @@ def resolve_store(store: Any = None) -> TaskStore:
     raise InvalidStoreError(f"Unknown task store {store!r}: expected {ACCEPTED_FORMS}")
 
 
-_lock = threading.Lock()
-_store: TaskStore | None = None
+#: The process-wide store built from ``TOOLNEXUS["STORE"]``: built once, so the
+#: in-memory store is one map per process; built again when settings change.
+_store = PerProcess("task store", lambda: resolve_store(toolnexus_settings.STORE))
 
 
 def get_task_store() -> TaskStore:
-    """The process-wide store built from ``TOOLNEXUS["STORE"]`` (built once, so
-    the in-memory store is one map per process; rebuilt when settings change)."""
-    global _store
-    store = _store
-    if store is None:
-        with _lock:
-            if _store is None:
-                _store = resolve_store(toolnexus_settings.STORE)
-            store = _store
-    return store
-
-
-def _forget_store() -> None:
-    global _store
-    with _lock:
-        _store = None
-
-
-toolnexus_settings.on_reload(_forget_store)
+    """The process-wide store built from ``TOOLNEXUS["STORE"]``."""
+    return _store.get()

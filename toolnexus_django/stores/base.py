@@ -17,6 +17,7 @@ import asyncio
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,6 +67,42 @@ def bump_revision(expected: Task, new: Task) -> None:
     new.setdefault(PRIVATE_KEY, {})["revision"] = revision_of(expected) + 1
 
 
+Event = dict[str, Any]
+
+#: Events a store without an event table keeps inline with each Task (the newest).
+INLINE_EVENTS_KEPT = 100
+
+
+def inline_events(task: Task | None) -> list[Event]:
+    """The events a store keeps inside the Task (``_private.events``)."""
+    events = ((task or {}).get(PRIVATE_KEY) or {}).get("events")
+    return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
+
+
+def add_inline_event(new: Task, expected: Task | None, event: Event | None) -> None:
+    """Carry ``expected``'s inline events over to ``new`` and append ``event``
+    (in place), keeping the newest INLINE_EVENTS_KEPT."""
+    events = inline_events(expected) if expected is not None else inline_events(new)
+    if event is not None:
+        events = [*events, event][-INLINE_EVENTS_KEPT:]
+    if events:
+        new.setdefault(PRIVATE_KEY, {})["events"] = events
+
+
+@dataclass(frozen=True)
+class TaskQuery:
+    """Which of an owner's Tasks to list (ListTasks): newest activity first,
+    ties by id descending, starting strictly after ``after`` (an
+    ``(updated_at, id)`` cursor), at most ``limit``."""
+
+    owner: str | None
+    context_id: str | None = None
+    state: str | None = None
+    updated_after: datetime | None = None
+    after: tuple[datetime, str] | None = None
+    limit: int = 50
+
+
 class TaskStore(ABC):
     """Pluggable Task persistence: ``get(id)`` and ``save(task)``.
 
@@ -81,23 +118,44 @@ class TaskStore(ABC):
     def save(self, task: Task) -> None:
         """Persist ``task`` under ``task["id"]`` (insert or replace)."""
 
-    def compare_and_set(self, expected: Task, new: Task) -> bool:
+    def create(self, task: Task, event: Event | None = None) -> None:
+        """Store a new Task with its first event. This default keeps the
+        event inline, in the Task (see :func:`inline_events`)."""
+        add_inline_event(task, None, event)
+        self.save(task)
+
+    def compare_and_set(self, expected: Task, new: Task, event: Event | None = None) -> bool:
         """Guarded transition: store ``new`` only if the stored Task is still
-        ``expected`` (same state and revision) and not terminal. Returns whether
+        ``expected`` (same state and revision) and not terminal, together with
+        ``event`` (the transition's event) — both or neither. Returns whether
         it won; ``new`` gets the next revision. Two callers racing from the
-        same version: exactly one wins.
+        same version: exactly one wins, and only its event is kept.
 
         This default (for custom stores that implement only get/save) is atomic
-        within one process; the built-in stores override it with a database
-        conditional UPDATE, an OS file lock, or their own lock.
+        within one process and keeps events inline; the built-in stores
+        override it with a database conditional UPDATE (and an event row in
+        the same transaction), an OS file lock, or their own lock.
         """
         with self._transition_lock():
             stored = self.get(new["id"])
             if not same_version(stored, expected) or state_of(stored) in TERMINAL_STATES:
                 return False
             bump_revision(expected, new)
+            add_inline_event(new, stored, event)
             self.save(new)
             return True
+
+    def events(self, task_id: str, after: int = 0) -> list[Event]:
+        """The Task's events with ``seq`` greater than ``after``, oldest first
+        (this default: those kept inline, the newest INLINE_EVENTS_KEPT)."""
+        return [e for e in inline_events(self.get(task_id)) if int(e.get("seq") or 0) > after]
+
+    def changes_since(self, cursor: Any) -> tuple[Any, set[str]] | None:
+        """``(new cursor, ids of Tasks with events since cursor)`` — one query
+        that tells a process which Tasks moved anywhere; ``cursor=None`` asks
+        for the current position only. None when the store cannot say (the
+        caller then reads the Tasks it watches)."""
+        return None
 
     def waiting_ids(self, expired_by: datetime | None = None) -> Iterable[str]:
         """Ids of Tasks waiting on a person — only those whose pending Request
@@ -128,8 +186,8 @@ class TaskStore(ABC):
     async def asave(self, task: Task) -> None:
         await asyncio.to_thread(self.save, task)
 
-    async def acompare_and_set(self, expected: Task, new: Task) -> bool:
-        return await asyncio.to_thread(self.compare_and_set, expected, new)
+    async def acompare_and_set(self, expected: Task, new: Task, event: Event | None = None) -> bool:
+        return await asyncio.to_thread(self.compare_and_set, expected, new, event)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import connections
+from django.db import connections, transaction
 from django.utils import timezone
 
 from .base import (
     MAX_ID_LENGTH,
     PRIVATE_KEY,
     TERMINAL_STATES,
+    Event,
     Task,
+    TaskQuery,
     TaskStore,
     TerminalTaskError,
     bump_revision,
@@ -23,6 +25,25 @@ from .base import (
     state_of,
     task_id_of,
 )
+
+#: The columns of a TaskEvent row, as the event dicts name them.
+_EVENT_FIELDS = (
+    "task_id",
+    "seq",
+    "kind",
+    "from_state",
+    "to_state",
+    "at",
+    "actor",
+    "actor_kind",
+    "via",
+    "public",
+    "private",
+)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _valid_id(id: Any) -> bool:
@@ -48,6 +69,17 @@ class DjangoTaskStore(TaskStore):
         from ..models import TaskRecord
 
         return TaskRecord
+
+    @staticmethod
+    def task_of(record: Any, *, public: bool = True) -> Task:
+        """The stored Task a ``TaskRecord`` row holds; with ``public=False``
+        only its id, state and private part (the row's ``task`` column, which
+        may be deferred, is not read)."""
+        task = dict(record.task or {}) if public else {"status": {"state": record.state}}
+        task.setdefault("id", record.pk)
+        if record.private:
+            task[PRIVATE_KEY] = record.private
+        return task
 
     def get(self, id: str) -> Task | None:
         if not _valid_id(id):
@@ -111,20 +143,88 @@ class DjangoTaskStore(TaskStore):
                 stored = self.get(tid)
                 raise TerminalTaskError(tid, state_of(stored) or "finished")
 
-    def compare_and_set(self, expected: Task, new: Task) -> bool:
+    def create(self, task: Task, event: Event | None = None) -> None:
+        with transaction.atomic(using=self.using):
+            self.save(task)
+            if event is not None:
+                self._add_event(event)
+
+    def compare_and_set(self, expected: Task, new: Task, event: Event | None = None) -> bool:
         tid = task_id_of(new)
         if not _valid_id(tid):
             return False
         bump_revision(expected, new)
-        won = (
-            self.model.objects.using(self.using)
-            .filter(pk=tid, state=state_of(expected), revision=revision_of(expected))
-            .exclude(state__in=TERMINAL_STATES)
-            .update(updated_at=timezone.now(), **self._columns(new))
-        )
+        # The change and its event in one transaction: both or neither.
+        with transaction.atomic(using=self.using):
+            won = (
+                self.model.objects.using(self.using)
+                .filter(pk=tid, state=state_of(expected), revision=revision_of(expected))
+                .exclude(state__in=TERMINAL_STATES)
+                .update(updated_at=timezone.now(), **self._columns(new))
+            )
+            if won and event is not None:
+                self._add_event(event)
         if not won:
             new[PRIVATE_KEY]["revision"] = revision_of(expected)
         return bool(won)
+
+    def list_tasks(self, query: TaskQuery) -> tuple[list[tuple[Task, datetime]], int]:
+        """The public Tasks ``query`` selects, with their ``updated_at``, and
+        how many match in all (ListTasks). The private section is never read."""
+        from django.db.models import Q
+
+        rows = self.model.objects.using(self.using)
+        rows = (
+            rows.filter(owner__isnull=True) if query.owner is None else rows.owned_by(query.owner)
+        )
+        if query.context_id is not None:
+            rows = rows.filter(context_id=query.context_id)
+        if query.state is not None:
+            rows = rows.filter(state=query.state)
+        if query.updated_after is not None:
+            rows = rows.filter(updated_at__gte=query.updated_after)
+        total = rows.count()
+        if query.after is not None:
+            moment, tid = query.after
+            rows = rows.filter(Q(updated_at__lt=moment) | Q(updated_at=moment, id__lt=tid))
+        page = rows.order_by("-updated_at", "-id").values_list("id", "task", "updated_at")
+        return [({**task, "id": tid}, updated) for tid, task, updated in page[: query.limit]], total
+
+    # -- events -------------------------------------------------------------------------
+
+    @property
+    def event_model(self) -> Any:
+        from ..models import TaskEvent
+
+        return TaskEvent
+
+    def _add_event(self, event: Event) -> None:
+        fields = {k: event.get(k) for k in _EVENT_FIELDS}
+        fields["at"] = parse_instant(event.get("at")) or timezone.now()
+        self.event_model.objects.using(self.using).create(**fields)
+
+    def events(self, task_id: str, after: int = 0) -> list[Event]:
+        if not _valid_id(task_id):
+            return []
+        rows = (
+            self.event_model.objects.using(self.using)
+            .filter(task_id=task_id, seq__gt=after)
+            .order_by("seq")
+            .values(*_EVENT_FIELDS)
+        )
+        return [{**row, "at": _iso(row["at"])} for row in rows]
+
+    def changes_since(self, cursor: Any) -> tuple[Any, set[str]] | None:
+        rows = self.event_model.objects.using(self.using)
+        if cursor is None:
+            last = rows.order_by("-id").values_list("id", flat=True).first()
+            return (last or 0), set()
+        found = list(
+            rows.filter(id__gt=cursor).order_by("id").values_list("id", "task_id")[:10_000]
+        )
+        if not found:
+            return cursor, set()
+        return found[-1][0], {task_id for _, task_id in found}
 
     def waiting_ids(self, expired_by: datetime | None = None) -> list[str]:
         rows = self.model.objects.using(self.using).awaiting_human()
@@ -151,8 +251,8 @@ class DjangoTaskStore(TaskStore):
     async def asave(self, task: Task) -> None:
         await sync_to_async(self.save)(task)
 
-    async def acompare_and_set(self, expected: Task, new: Task) -> bool:
-        return await sync_to_async(self.compare_and_set)(expected, new)
+    async def acompare_and_set(self, expected: Task, new: Task, event: Event | None = None) -> bool:
+        return await sync_to_async(self.compare_and_set)(expected, new, event)
 
     def __repr__(self) -> str:
         return f"<DjangoTaskStore using={self.using!r}>"

@@ -33,9 +33,11 @@ from toolnexus import sanitize
 from .base import (
     MAX_ID_LENGTH,
     TERMINAL_STATES,
+    Event,
     Task,
     TaskStore,
     TerminalTaskError,
+    add_inline_event,
     bump_revision,
     same_version,
     select_stale,
@@ -164,13 +166,14 @@ class FileTaskStore(TaskStore):
                 raise TerminalTaskError(tid, state_of(stored))
             self._put(tid, task)
 
-    def compare_and_set(self, expected: Task, new: Task) -> bool:
+    def compare_and_set(self, expected: Task, new: Task, event: Event | None = None) -> bool:
         tid = task_id_of(new)
         with self._locked():
             stored = self.get(tid)
             if not same_version(stored, expected) or state_of(stored) in TERMINAL_STATES:
                 return False
             bump_revision(expected, new)
+            add_inline_event(new, stored, event)
             self._put(tid, new)
             return True
 

@@ -8,9 +8,11 @@ from datetime import datetime
 
 from .base import (
     TERMINAL_STATES,
+    Event,
     Task,
     TaskStore,
     TerminalTaskError,
+    add_inline_event,
     bump_revision,
     same_version,
     select_stale,
@@ -43,13 +45,14 @@ class InMemoryTaskStore(TaskStore):
                 raise TerminalTaskError(tid, state_of(stored))
             self._tasks[tid] = snapshot
 
-    def compare_and_set(self, expected: Task, new: Task) -> bool:
+    def compare_and_set(self, expected: Task, new: Task, event: Event | None = None) -> bool:
         tid = task_id_of(new)
         with self._lock:
             stored = self._tasks.get(tid)
             if not same_version(stored, expected) or state_of(stored) in TERMINAL_STATES:
                 return False
             bump_revision(expected, new)
+            add_inline_event(new, stored, event)
             self._tasks[tid] = copy.deepcopy(new)
             return True
 
@@ -72,8 +75,8 @@ class InMemoryTaskStore(TaskStore):
     async def asave(self, task: Task) -> None:
         self.save(task)
 
-    async def acompare_and_set(self, expected: Task, new: Task) -> bool:
-        return self.compare_and_set(expected, new)
+    async def acompare_and_set(self, expected: Task, new: Task, event: Event | None = None) -> bool:
+        return self.compare_and_set(expected, new, event)
 
     def __len__(self) -> int:
         with self._lock:

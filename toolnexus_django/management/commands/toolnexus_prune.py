@@ -69,7 +69,9 @@ class Command(BaseCommand):
             if not ids:
                 break
             with transaction.atomic(using=using):
-                deleted += TaskRecord.objects.using(using).filter(pk__in=ids).delete()[0]
+                # Their events go with them (counted apart by delete()).
+                _, by_model = TaskRecord.objects.using(using).filter(pk__in=ids).delete()
+                deleted += by_model.get(TaskRecord._meta.label, 0)
         self.stdout.write(f"deleted {deleted} task(s) ({', '.join(states)})")
         if options["conversations"]:
             orphans = (

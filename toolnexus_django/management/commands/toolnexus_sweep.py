@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from ...conf import toolnexus_settings
-from ...housekeeping import Housekeeper, sweep_once
+from ...fulfilment.sweep import Housekeeper, sweep_once
 
 
 class Command(BaseCommand):

@@ -27,8 +27,9 @@ import toolnexus
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
-from .conf import toolnexus_settings
-from .threads import DaemonThreadPool, RunBudget, current_budget, within_budget
+from ..conf import toolnexus_settings
+from ..registry import PerProcess
+from ..threads import DaemonThreadPool, RunBudget, current_budget, within_budget
 
 logger = logging.getLogger(__name__)
 
@@ -342,33 +343,29 @@ async def _within(budget: RunBudget, coro: Coroutine[Any, Any, T]) -> T:
         return await coro
 
 
-_lock = threading.Lock()
-_runtime: AgentRuntime | None = None
+def _start() -> AgentRuntime:
+    runtime = AgentRuntime().start()
+    logger.info("toolnexus runtime started in process %s", os.getpid())
+    return runtime
+
+
+#: This process's runtime: started on first use, again after a fork, stopped
+#: when settings change.
+_runtime = PerProcess("agent runtime", _start, close=lambda r: r.stop(timeout=2))
 
 
 def get_runtime() -> AgentRuntime:
-    """This process's runtime, started on first use (and again after a fork)."""
-    global _runtime
-    runtime = _runtime
-    if runtime is None or not runtime.alive:
-        with _lock:
-            runtime = _runtime
-            if runtime is None or not runtime.alive:
-                if runtime is not None:
-                    runtime.stop(timeout=1)
-                runtime = AgentRuntime().start()
-                _runtime = runtime
-                logger.info("toolnexus runtime started in process %s", os.getpid())
+    """This process's runtime, started on first use (and again if it died)."""
+    runtime = _runtime.get()
+    if not runtime.alive:
+        if _runtime.discard(runtime):
+            runtime.stop(timeout=1)
+        runtime = _runtime.get()
     return runtime
 
 
 def shutdown_runtime(timeout: float = 5.0) -> None:
     """Stop this process's runtime, if one is running."""
-    global _runtime
-    with _lock:
-        runtime, _runtime = _runtime, None
+    runtime = _runtime.pop()
     if runtime is not None:
         runtime.stop(timeout)
-
-
-toolnexus_settings.on_reload(lambda: shutdown_runtime(timeout=2))

@@ -15,7 +15,7 @@ from typing import Any
 from django.core.mail import send_mail
 from django.urls import NoReverseMatch, reverse
 
-from .conf import toolnexus_settings
+from ..conf import toolnexus_settings
 
 logger = logging.getLogger("toolnexus_django.notifications")
 
@@ -24,7 +24,7 @@ def review_url(task_id: str) -> str | None:
     """The absolute URL of the Task's review page, if it can be built."""
     base = toolnexus_settings.REVIEW_BASE_URL
     try:
-        path = reverse("admin:toolnexus_django_awaitinghumantask_change", args=[task_id])
+        path = reverse("admin:toolnexus_django_awaitinghumantask_review", args=[task_id])
     except NoReverseMatch:
         return None
     return f"{str(base).rstrip('/')}{path}" if base else path

@@ -1,4 +1,5 @@
-"""Durable resume: continue a suspended run from its transcript (SPEC §10).
+"""Replay: continue a suspended run from its transcript (SPEC §10 "Durable
+resume"), once it is answered.
 
 A run that halted on a tool's pending ``Request`` left a transcript ending in
 that tool's placeholder result. Given the ``Answer`` (which must echo the
@@ -21,91 +22,19 @@ and ``anthropic`` (tool_result blocks in a user message) — are handled.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import toolnexus
 from toolnexus import Answer, Request, ToolContext, ToolResult, pending_of
 
+from .transcript import Call, TranscriptError, find_halt
+
 HOOK_NAMES = ("before_llm", "after_llm", "before_tool", "after_tool")
 
 
 class ResumeError(Exception):
-    """The transcript or the answer cannot be resumed (nothing changes)."""
-
-
-@dataclass
-class Call:
-    id: str
-    name: str
-    args: dict[str, Any]
-
-
-@dataclass
-class Halt:
-    """Where the run stopped: the halted call, and the later calls of its turn."""
-
-    halted: Call
-    later: list[Call] = field(default_factory=list)
-
-
-def _args(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    try:
-        parsed = json.loads(raw or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
-def find_halt(messages: list[dict[str, Any]], style: str) -> Halt:
-    """Locate the halted call in a suspended transcript."""
-    if style == "anthropic":
-        return _find_halt_anthropic(messages)
-    return _find_halt_openai(messages)
-
-
-def _find_halt_openai(messages: list[dict[str, Any]]) -> Halt:
-    # [..., assistant{tool_calls: [c1, c2, c3]}, tool(c1), tool(c2 = placeholder)]
-    if not messages or messages[-1].get("role") != "tool":
-        raise ResumeError("the transcript does not end on a tool result")
-    halted_id = messages[-1].get("tool_call_id")
-    for message in reversed(messages):
-        if message.get("role") == "assistant" and message.get("tool_calls"):
-            calls = [
-                Call(c["id"], c["function"]["name"], _args(c["function"].get("arguments")))
-                for c in message["tool_calls"]
-            ]
-            break
-    else:
-        raise ResumeError("the transcript has no assistant turn calling tools")
-    index = next((i for i, c in enumerate(calls) if c.id == halted_id), None)
-    if index is None:
-        raise ResumeError("the halted tool call is not in the last assistant turn")
-    return Halt(calls[index], calls[index + 1 :])
-
-
-def _find_halt_anthropic(messages: list[dict[str, Any]]) -> Halt:
-    # [..., assistant{content: [tool_use u1, u2, u3]}, user{content: [result u1, result u2]}]
-    if len(messages) < 2 or messages[-1].get("role") != "user":
-        raise ResumeError("the transcript does not end on tool results")
-    results = messages[-1].get("content")
-    if not isinstance(results, list) or not results or results[-1].get("type") != "tool_result":
-        raise ResumeError("the transcript does not end on a tool_result block")
-    halted_id = results[-1].get("tool_use_id")
-    assistant = messages[-2]
-    uses = [
-        Call(b["id"], b["name"], _args(b.get("input")))
-        for b in assistant.get("content") or ()
-        if isinstance(b, dict) and b.get("type") == "tool_use"
-    ]
-    index = next((i for i, c in enumerate(uses) if c.id == halted_id), None)
-    if index is None:
-        raise ResumeError("the halted tool_use is not in the last assistant turn")
-    return Halt(uses[index], uses[index + 1 :])
+    """The answer cannot be resumed (nothing changes)."""
 
 
 def _result_entry(style: str, call: Call, result: ToolResult) -> dict[str, Any]:
@@ -206,11 +135,14 @@ async def continue_run(
     if answer.id != request.id:
         raise ResumeError(f"the answer is for {answer.id!r}, not the pending {request.id!r}")
     messages = copy.deepcopy(transcript)
-    halt = find_halt(messages, style)
+    try:
+        halt = find_halt(messages, style)
+    except TranscriptError as exc:
+        raise ResumeError(str(exc)) from None
 
     if answer.ok:
         result = await toolkit.execute(
-            halt.halted.name, halt.halted.args, ToolContext(answer=answer)
+            halt.halted.name, halt.halted.arguments, ToolContext(answer=answer)
         )
         again = pending_of(result)
         if again is not None and again.id != request.id:
@@ -225,7 +157,7 @@ async def continue_run(
     _replace_last(messages, style, _result_entry(style, halt.halted, result))
 
     for call in halt.later:
-        later = await toolkit.execute(call.name, call.args)
+        later = await toolkit.execute(call.name, call.arguments)
         suspension = pending_of(later)
         if suspension is not None:
             _append(messages, style, _result_entry(style, call, _placeholder(suspension)))

@@ -9,14 +9,11 @@ outcome is dropped: a canceled Task never changes again.
 
 from __future__ import annotations
 
-import logging
-from typing import Any
-
-from .a2a import shapes
-from .leases import keeper
-from .stores import TaskStore, get_task_store
-
-logger = logging.getLogger("toolnexus_django.cancellation")
+from .. import lifecycle
+from ..fulfilment.leases import keeper
+from ..lifecycle import states
+from ..stores import TaskStore, get_task_store
+from ..stores.base import Task, state_of
 
 
 class NotCancelable(Exception):
@@ -37,28 +34,19 @@ def cancel_task(
     store: TaskStore | None = None,
     actor: str | None = None,
     via: str = "a2a",
-) -> dict[str, Any]:
+) -> Task:
     """Cancel ``task_id``; returns the stored canceled Task."""
     store = store or get_task_store()
     for _ in range(20):  # a Task that keeps moving under us is retried, bounded
         task = store.get(task_id)
         if task is None:
             raise TaskNotFound(task_id)
-        state = shapes.state_of(task)
-        if state in shapes.TERMINAL:
-            raise NotCancelable(task_id, state)
-        canceled = shapes.with_status(task, "canceled", "The task was canceled")
-        section = shapes.private(canceled)
-        for key in (*shapes.SUSPENSION_KEYS, "lease"):
-            section.pop(key, None)
-        shapes.add_event(
-            canceled,
-            {"actor": actor, "via": via, "decision": "cancel", "from": state, "to": "canceled"},
-        )
-        if store.compare_and_set(task, canceled):
+        if state_of(task) in states.TERMINAL:
+            raise NotCancelable(task_id, state_of(task))
+        moved = lifecycle.cancel(store, task, actor=actor, via=via)
+        if moved is not None:
             run = keeper().get(task_id)
             if run is not None:
                 run.handle.cancel()
-            logger.info("Task %s: %s -> canceled", task_id, state)
-            return canceled
+            return moved.task
     raise RuntimeError(f"Task {task_id[:100]} kept changing; cancel gave up")

@@ -26,7 +26,6 @@ toolnexus's protocol, so the same object can be handed to a toolnexus
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -34,9 +33,10 @@ import toolnexus
 from asgiref.sync import sync_to_async
 from django.utils.module_loading import import_string
 
-from .bounds import bound_transcript
-from .conf import toolnexus_settings
-from .stores import DjangoTaskStore, get_task_store
+from ..bounds import bound_transcript
+from ..conf import toolnexus_settings
+from ..registry import PerProcess
+from ..stores import DjangoTaskStore, get_task_store
 
 Messages = list[dict[str, Any]]
 
@@ -65,7 +65,7 @@ class DjangoConversationStore:
         self.using = using
 
     def get_sync(self, id: str) -> Messages | None:
-        from .models import Conversation
+        from ..models import Conversation
 
         row = (
             Conversation.objects.using(self.using)
@@ -76,7 +76,7 @@ class DjangoConversationStore:
         return list(row) if row is not None else None
 
     def save_sync(self, id: str, messages: Messages) -> None:
-        from .models import Conversation
+        from ..models import Conversation
 
         owner, context_id = split_key(id)
         # One upsert statement, not update_or_create's SELECT + write.
@@ -121,20 +121,20 @@ def remember(store: Any, owner: str | None, context_id: str | None, messages: Me
         asyncio.run(store.save(key, kept))
 
 
-_lock = threading.Lock()
-_store: Any = None
-_resolved = False
+class _NoMemory:
+    """CONVERSATIONS = None: nothing is remembered."""
+
+
+_store: PerProcess[Any] = PerProcess(
+    "conversation store", lambda: _resolve(toolnexus_settings.CONVERSATIONS) or _NoMemory()
+)
 
 
 def get_conversation_store() -> Any:
-    """The process-wide conversation store from ``TOOLNEXUS["CONVERSATIONS"]``."""
-    global _store, _resolved
-    if not _resolved:
-        with _lock:
-            if not _resolved:
-                _store = _resolve(toolnexus_settings.CONVERSATIONS)
-                _resolved = True
-    return _store
+    """The process-wide conversation store from ``TOOLNEXUS["CONVERSATIONS"]``
+    (None when conversations are off)."""
+    store = _store.get()
+    return None if isinstance(store, _NoMemory) else store
 
 
 def _resolve(value: Any) -> Any:
@@ -152,12 +152,3 @@ def _resolve(value: Any) -> Any:
     if isinstance(value, str):
         value = import_string(value)
     return value() if isinstance(value, type) else value
-
-
-def _forget() -> None:
-    global _store, _resolved
-    with _lock:
-        _store, _resolved = None, False
-
-
-toolnexus_settings.on_reload(_forget)

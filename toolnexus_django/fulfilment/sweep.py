@@ -12,15 +12,48 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import datetime
 from typing import Any
 
 from django.db import InterfaceError, OperationalError, close_old_connections
+from django.utils import timezone
+from toolnexus import Answer
 
-from .conf import toolnexus_settings
+from .. import lifecycle
+from ..conf import toolnexus_settings
+from ..signals import task_answered
+from ..stores import TaskStore, get_task_store
+from ..stores.base import request_expiry
+from .jobs import schedule_resume
 from .recovery import recover
-from .review import expire_due
 
-logger = logging.getLogger("toolnexus_django.housekeeping")
+logger = logging.getLogger("toolnexus_django.fulfilment")
+
+
+def expire_due(store: TaskStore | None = None, now: datetime | None = None) -> list[str]:
+    """Answer every waiting Task whose Request expired with ``ok=False``,
+    reason ``expired``; their runs resume with that. Returns their ids."""
+    store = store or get_task_store()
+    now = now or timezone.now()
+    expired: list[str] = []
+    for task_id in store.waiting_ids(expired_by=now):
+        # Re-read: the answer must carry the pending Request's id.
+        task = store.get(task_id)
+        deadline = request_expiry(task)
+        if task is None or deadline is None or deadline > now:
+            continue
+        try:
+            moved = lifecycle.expire(store, task)
+        except (lifecycle.AnswerRefused, lifecycle.IllegalMove):
+            continue  # answered by someone else meanwhile: fine
+        schedule_resume(task_id, store)
+        pending = lifecycle.read(task).pending or {}
+        answer = Answer(id=pending.get("id"), ok=False, reason="expired")
+        task_answered.send_robust(
+            sender=expire_due, task_id=task_id, answer=answer, event=moved.event
+        )
+        expired.append(task_id)
+    return expired
 
 
 def sweep_once() -> dict[str, Any]:

@@ -1,0 +1,161 @@
+"""What the admin pages show of a Task: its transcript, its halted call, its
+timeline of events, times and links made safe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.utils import timezone
+from django.utils.timesince import timeuntil
+from django.utils.translation import gettext
+
+from .. import lifecycle
+from ..agent import transcript
+from ..agent.transcript import Call, Turn, pretty_json
+from ..models import TaskRecord
+from ..stores import DjangoTaskStore
+from ..stores.base import Task
+
+__all__ = [
+    "EventView",
+    "halted_call",
+    "pretty_json",
+    "private_of",
+    "safe_link_url",
+    "task_of",
+    "time_left",
+    "timeline",
+    "transcript_turns",
+]
+
+
+def task_of(obj: TaskRecord) -> Task:
+    """The stored Task a row holds (public and private parts)."""
+    return DjangoTaskStore.task_of(obj)
+
+
+def private_of(obj: TaskRecord) -> lifecycle.Private:
+    """The typed private section of a row (its public part is not read)."""
+    return lifecycle.read(DjangoTaskStore.task_of(obj, public=False))
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
+
+
+def time_left(expires: datetime | None, now: datetime | None = None) -> str:
+    if expires is None:
+        return gettext("never")
+    now = now or timezone.now()
+    if expires <= now:
+        return gettext("expired")
+    return gettext("in %(time)s") % {"time": timeuntil(expires, now)}
+
+
+def safe_link_url(url: Any) -> str | None:
+    """``url`` if it is an absolute http(s) URL; anything else is never linked."""
+    if not isinstance(url, str):
+        return None
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return None
+    if parts.scheme.lower() in ("http", "https") and parts.netloc:
+        return url.strip()
+    return None
+
+
+def transcript_turns(messages: Any, style: str) -> list[Turn]:
+    """A suspended run's transcript as role-labelled turns (halt marked)."""
+    return transcript.turns(messages, style)
+
+
+def halted_call(messages: Any, style: str) -> Call | None:
+    """The tool call the run stopped in, with its arguments as written."""
+    try:
+        return transcript.find_halt(messages, style).halted
+    except transcript.TranscriptError:
+        return None
+
+
+@dataclass
+class EventView:
+    """One event of a Task's timeline, ready for the template."""
+
+    seq: int
+    at: datetime | None
+    at_raw: str
+    kind: str
+    decision: str
+    actor: str
+    actor_kind: str
+    via: str
+    from_state: str
+    to_state: str
+    ok: Any
+    reason: str
+    data: str
+    comment: str
+    request: str
+    request_kind: str
+    error: str
+
+
+def _view(event: dict[str, Any]) -> EventView:
+    private = event.get("private") or {}
+    data = private.get("data")
+    at = event.get("at")
+    return EventView(
+        seq=int(event.get("seq") or 0),
+        at=at if isinstance(at, datetime) else parse_time(at),
+        at_raw=at.isoformat() if isinstance(at, datetime) else str(at or ""),
+        kind=str(event.get("kind") or ""),
+        decision=str(private.get("decision") or ""),
+        actor=str(event.get("actor") or ""),
+        actor_kind=str(event.get("actor_kind") or ""),
+        via=str(event.get("via") or ""),
+        from_state=str(event.get("from_state") or ""),
+        to_state=str(event.get("to_state") or ""),
+        ok=private.get("ok"),
+        reason=str(private.get("reason") or ""),
+        data="" if data in (None, {}) else pretty_json(data),
+        comment=str(private.get("comment") or ""),
+        request=str(private.get("request") or ""),
+        request_kind=str(private.get("kind") or ""),
+        error=str(private.get("error") or ""),
+    )
+
+
+def _legacy(entry: dict[str, Any]) -> dict[str, Any]:
+    """An audit entry of an earlier version, as an event."""
+    return {
+        "at": entry.get("at"),
+        "kind": "answer" if entry.get("decision") != "cancel" else "cancel",
+        "actor": entry.get("actor"),
+        "via": entry.get("via"),
+        "from_state": entry.get("from"),
+        "to_state": entry.get("to"),
+        "private": entry,
+    }
+
+
+def timeline(obj: TaskRecord) -> list[EventView]:
+    """Every event of the Task, oldest first (an earlier version's audit
+    trail, for a Task stored before events existed)."""
+    rows = list(
+        obj.events.order_by("seq").values(
+            "seq", "kind", "from_state", "to_state", "at", "actor", "actor_kind", "via", "private"
+        )
+    )
+    if rows:
+        return [_view(dict(row)) for row in rows]
+    return [_view(_legacy(e)) for e in lifecycle.legacy_audit(task_of(obj))]

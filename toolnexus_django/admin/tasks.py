@@ -1,0 +1,100 @@
+"""Every Task, read-only: the stored Task page and its timeline."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.utils import quote
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from ..lifecycle.requests import ANSWER_PERMISSION
+from ..models import TaskRecord, TaskState
+from .display import timeline
+
+
+def can_answer(request: HttpRequest) -> bool:
+    return bool(request.user.is_active and request.user.has_perm(ANSWER_PERMISSION))
+
+
+class TimelineMixin:
+    """What both Task admins show: the Task's events, read-only."""
+
+    @admin.display(description=_("timeline"))
+    def timeline(self, obj: TaskRecord) -> SafeString:
+        return render_to_string(
+            "admin/toolnexus_django/includes/timeline.html", {"events": timeline(obj)}
+        )
+
+
+@admin.register(TaskRecord)
+class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
+    list_display = ("id", "state", "context_id", "owner", "created_at", "updated_at")
+    list_filter = ("state", "created_at", "updated_at")
+    search_fields = ("id", "context_id")
+    date_hierarchy = "created_at"
+    list_select_related = ("owner",)
+    show_full_result_count = False  # COUNT(*) over a million rows on every page is waste
+    readonly_fields = (
+        "id",
+        "state",
+        "review_link",
+        "context_id",
+        "owner",
+        "created_at",
+        "updated_at",
+        "timeline",
+        "task_json",
+        "private_json",
+    )
+    fields = readonly_fields
+
+    @admin.display(description=_("review"))
+    def review_link(self, obj: TaskRecord) -> str:
+        if obj.state not in (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED):
+            return "-"
+        url = reverse(
+            f"{self.admin_site.name}:toolnexus_django_awaitinghumantask_review",
+            args=[quote(obj.pk)],
+        )
+        return format_html('<a href="{}">{}</a>', url, gettext("Answer it in the review queue"))
+
+    @admin.display(description=_("task"))
+    def task_json(self, obj: TaskRecord) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(obj.task, indent=2, ensure_ascii=False))
+
+    @admin.display(description=_("server-side data"))
+    def private_json(self, obj: TaskRecord) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(obj.private, indent=2, ensure_ascii=False))
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Reviewers land here when an answer is refused: let them read the Task.
+        return super().has_view_permission(request, obj) or can_answer(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        # One GROUP BY over the (state, updated_at) index: Tasks per state.
+        counts = dict(TaskRecord.objects.order_by().values_list("state").annotate(n=Count("pk")))
+        labels = dict(TaskState.choices)
+        state_counts = [
+            {"state": state, "label": labels.get(state, state), "count": counts[state]}
+            for state in TaskState.values
+            if counts.get(state)
+        ]
+        extra = {"state_counts": state_counts, **(extra_context or {})}
+        return super().changelist_view(request, extra)

@@ -1,0 +1,117 @@
+"""The ``fulfil`` and ``resume`` Django Tasks, and enqueueing them.
+
+``SendMessage`` saves a ``submitted`` Task and, once the transaction commits,
+enqueues :data:`fulfil` with the Task's id; an answer enqueues :data:`resume`.
+Whichever Django Tasks backend runs them — the app's in-process pool by
+default, or any backend named by ``TOOLNEXUS["TASK_BACKEND"]`` — calls the
+runner (:mod:`.runner`) in a worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+
+from ..compat import InvalidTaskBackendError, Task, task
+from ..conf import toolnexus_settings
+from ..registry import PerProcess
+from ..stores import DjangoTaskStore, TaskStore, get_task_store
+from .backend import InProcessBackend
+
+INPROCESS_ALIAS = "toolnexus"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _LateValidatedTask(Task):
+    """A Task whose backend is checked when it is enqueued, not when declared."""
+
+    def __post_init__(self) -> None:
+        pass
+
+
+def job(func: Callable[[str], str]) -> Any:
+    """Declare ``func`` a Django Task on TASK_BACKEND's alias (else "default").
+    ``@task`` checks that alias exists at import time; a project whose TASKS
+    has no such backend still imports — the in-process backend needs none,
+    and a named backend is checked by the system checks (E008)."""
+    alias = toolnexus_settings.TASK_BACKEND or "default"
+    try:
+        return task(backend=alias)(func)
+    except InvalidTaskBackendError:
+        # Every field spelled out: Django 6's Task has no defaults for them.
+        return _LateValidatedTask(
+            func=func,
+            backend=alias,
+            priority=0,
+            queue_name="default",
+            run_after=None,
+            takes_context=False,
+        )
+
+
+@job
+def fulfil(task_id: str) -> str:
+    """Run one submitted Task to completed / failed / input-required."""
+    from .runner import run_fulfilment
+
+    return run_fulfilment(task_id)
+
+
+@job
+def resume(task_id: str) -> str:
+    """Continue one answered Task from where its run stopped."""
+    from .runner import run_resume
+
+    return run_resume(task_id)
+
+
+# -- enqueueing ----------------------------------------------------------------------
+
+
+def _make_inprocess() -> InProcessBackend:
+    return InProcessBackend(
+        INPROCESS_ALIAS, {"OPTIONS": {"THREADS": toolnexus_settings.WORKER_THREADS}}
+    )
+
+
+#: The app's embedded backend of this process (closed when settings change).
+inprocess = PerProcess("in-process backend", _make_inprocess, close=lambda b: b.close(0))
+
+
+def inprocess_backend() -> InProcessBackend:
+    return inprocess.get()
+
+
+def close_inprocess_backend(timeout: float | None = 0) -> bool:
+    """Stop the embedded backend (waiting up to ``timeout`` for running jobs)."""
+    backend = inprocess.pop()
+    return backend.close(timeout) if backend is not None else True
+
+
+def _enqueue(job: Any, task_id: str) -> None:
+    alias = toolnexus_settings.TASK_BACKEND
+    if alias is None:
+        inprocess_backend().enqueue(job, [task_id], {})
+    else:
+        job.using(backend=alias).enqueue(task_id)
+
+
+def _on_commit(store: TaskStore | None, job: Any, task_id: str) -> None:
+    # Enqueue once the transaction that saved the Task commits (at once when
+    # there is none), so a worker never looks for a row that is not there yet.
+    store = store or get_task_store()
+    using = store.using if isinstance(store, DjangoTaskStore) else None
+    transaction.on_commit(lambda: _enqueue(job, task_id), using=using)
+
+
+def schedule_fulfilment(task_id: str, store: TaskStore | None = None) -> None:
+    """Run the submitted Task ``task_id`` in the background."""
+    _on_commit(store, fulfil, task_id)
+
+
+def schedule_resume(task_id: str, store: TaskStore | None = None) -> None:
+    """Resume the answered Task ``task_id`` in the background."""
+    _on_commit(store, resume, task_id)

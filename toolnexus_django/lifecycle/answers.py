@@ -1,0 +1,166 @@
+"""A person's moves on a Task: answer (and expire, the system's answer when
+time ran out) and cancel.
+
+``answer`` is where the trust model's rules about Requests are enforced: who
+may answer (:func:`.requests.answerers_for`), that the Answer echoes the
+pending Request, and that its data satisfies the Request's schema; a refused
+answer raises :class:`.requests.AnswerRefused` and changes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from toolnexus import Answer
+
+from ..stores import TaskStore
+from ..stores.base import Task, state_of
+from . import states
+from .events import SYSTEM, USER
+from .moves import CANCELED_TEXT, Moved, append_history, begin, commit, set_status
+from .private import read
+from .requests import (
+    ANSWER_PERMISSION,
+    DECISIONS,
+    REVIEWER,
+    ROLES,
+    AnswerRefused,
+    already_answered,
+    answerers_for,
+    check_answer_data,
+    not_allowed_message,
+    tool_that_halted,
+)
+from .requests import (
+    SYSTEM as SYSTEM_ROLE,
+)
+
+# -- a person's moves --------------------------------------------------------------------------
+
+
+def cancel(store: TaskStore, task: Task, *, actor: str | None, via: str) -> Moved | None:
+    """Any non-terminal Task to ``canceled``; a canceled Task never changes again."""
+    new, private = begin(task, "cancel")
+    set_status(new, states.CANCELED, CANCELED_TEXT)
+    private.drop_suspension()
+    private.phase, private.lease = states.DONE, None
+    return commit(
+        store, task, new, private, "cancel", actor=actor, actor_kind=USER, via=via,
+        detail={"decision": "cancel"},
+    )  # fmt: skip
+
+
+def _refuse_not_waiting(
+    store: TaskStore, task: Task, request_id: str | None, *, moved_on: bool = False
+) -> AnswerRefused:
+    state = state_of(task)
+    answered = [
+        e
+        for e in store.events(task["id"])
+        if e.get("kind") in ("answer", "expire")
+        and (request_id is None or (e.get("private") or {}).get("request") == request_id)
+    ]
+    if answered:
+        said = already_answered(answered[-1], state, moved_on=moved_on)
+        return AnswerRefused("already-answered", said, task=task)
+    return AnswerRefused(
+        "not-waiting", f"This task is {state}: it is not waiting for an answer.", task=task
+    )
+
+
+def answer(
+    store: TaskStore,
+    task: Task,
+    given: Answer,
+    *,
+    decision: str,
+    role: str = REVIEWER,
+    user: Any = None,
+    actor: str | None = None,
+    comment: str = "",
+    via: str = "admin",
+    message: dict[str, Any] | None = None,
+) -> Moved:
+    """Take ``given`` for the waiting ``task``: ``working`` with the answer
+    waiting to be resumed. Raises :class:`AnswerRefused`, changing nothing,
+    when the Task is not waiting, the Answer does not echo the pending
+    Request, ``role`` may not answer it, its data breaks the schema, or
+    another answer won the race.
+
+    ``role``: ``"reviewer"`` (with ``user``, that user must hold the
+    ``answer_task`` permission), ``"requester"`` or ``"system"`` (expiry).
+    ``message`` (an A2A user message) joins the history."""
+    if decision not in DECISIONS:
+        raise ValueError(f"unknown decision {decision!r}")
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}")
+    if role == REVIEWER and user is not None:
+        if not (user.is_active and user.has_perm(ANSWER_PERMISSION)):
+            raise AnswerRefused("not-permitted", "You are not allowed to answer tasks.")
+        actor = actor or user.get_username()
+    private = read(task)
+    pending = private.pending
+    if private.phase != states.WAITING or pending is None:
+        raise _refuse_not_waiting(store, task, None)
+    if given.id != pending.get("id"):
+        earlier = _refuse_not_waiting(store, task, given.id, moved_on=True)
+        if earlier.reason == "already-answered":
+            raise earlier
+        raise AnswerRefused(
+            "wrong-request",
+            f"The answer is for request {str(given.id)[:100]!r}, but the task waits on "
+            f"{pending.get('id')!r}.",
+            task=task,
+        )
+    if role != SYSTEM_ROLE:
+        allowed = answerers_for(pending, tool_that_halted(private.transcript, private.style or ""))
+        if role not in allowed:
+            raise AnswerRefused("not-allowed", not_allowed_message(allowed), task=task)
+    violations = check_answer_data(pending, given)
+    if violations:
+        raise AnswerRefused(
+            "invalid",
+            "The answer does not match the request's schema: "
+            + "; ".join(f"{v['path']}: {v['message']}" for v in violations[:3]),
+            task=task,
+            violations=violations,
+        )
+    kind = "expire" if decision == "expire" else "answer"
+    new, private = begin(task, kind)
+    question = (task.get("status") or {}).get("message")
+    set_status(new, states.WORKING)
+    # The agent's question leaves the status for the history (as A2A's own
+    # task managers do), so the history reads as the conversation.
+    append_history(new, question, message)
+    private.phase, private.answer = states.ANSWERED, dataclasses.asdict(given)
+    detail = {
+        "decision": decision,
+        "role": role,
+        "ok": given.ok,
+        "data": given.data,
+        "reason": given.reason,
+        "comment": comment,
+        "request": pending.get("id"),
+        "kind": pending.get("kind"),
+    }
+    actor_kind = SYSTEM if role == SYSTEM_ROLE else USER
+    moved = commit(
+        store, task, new, private, kind, actor=actor, actor_kind=actor_kind, via=via, detail=detail
+    )
+    if moved is None:
+        raise _refuse_not_waiting(store, store.get(task["id"]) or task, pending.get("id"))
+    return moved
+
+
+def expire(store: TaskStore, task: Task) -> Moved:
+    """The Request's expiresAt passed: answered ``ok=False``, reason ``expired``."""
+    pending = read(task).pending or {}
+    return answer(
+        store,
+        task,
+        Answer(id=pending.get("id"), ok=False, reason="expired"),
+        decision="expire",
+        role=SYSTEM_ROLE,
+        via="expiry",
+    )

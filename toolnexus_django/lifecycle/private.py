@@ -1,0 +1,168 @@
+"""The server-side section of a stored Task, typed.
+
+Stores persist it as plain JSON under ``task["_private"]``; nothing outside
+the lifecycle and the stores reads or writes its keys. :func:`read` gives a
+:class:`Private`, :func:`write` puts one back. Keys this version does not
+know — the stores' own (``revision``, ``events``) and any a newer version
+wrote — are carried through untouched in ``extra``.
+
+=============  ====================================================  =========
+key            holds                                                 written by
+=============  ====================================================  =========
+v              the layout's version (1)                              lifecycle
+owner          the owner's id (the DRF user's pk as text), or null   submit
+input          ``{"text": ...}``: the message the run starts from    submit
+phase          queued | running | answered | resuming | waiting      every move
+pending        the Request the run waits on (toolnexus ``Request``)  suspend
+transcript     the messages to resume from; ``style`` their shape    suspend
+answer         the Answer taken, until the resumed run ends          answer
+lease          ``{"owner", "until"}``: which worker, until when      claim, renew
+worker         who ran it last (kept after the lease)                claim
+attempts       runs started                                          claim, resume
+seq            the number of the Task's last event                   every move
+error          why it failed                                         fail
+usage, turns   what the finished run used                            complete
+revision       guarded transitions so far (compare-and-set)          stores
+events         the Task's events, where the store keeps them inline  stores
+=============  ====================================================  =========
+
+Tasks stored by earlier versions read the same: ``resuming`` (an answer
+being resumed) becomes ``answer`` with phase ``resuming``; ``audit`` (the
+earlier decision trail) is kept for the event log to read (see
+:func:`legacy_audit`).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..stores.base import PRIVATE_KEY, Task, parse_instant
+from . import states
+
+VERSION = 1
+_KNOWN = (
+    "v",
+    "owner",
+    "input",
+    "phase",
+    "pending",
+    "transcript",
+    "style",
+    "answer",
+    "resuming",
+    "lease",
+    "worker",
+    "attempts",
+    "seq",
+    "error",
+    "usage",
+    "turns",
+)
+
+
+@dataclass
+class Lease:
+    owner: str
+    until: str  # ISO 8601, aware
+
+    def expires(self) -> datetime | None:
+        return parse_instant(self.until)
+
+
+@dataclass
+class Private:
+    owner: str | None = None
+    input_text: str = ""
+    phase: str = ""
+    pending: dict[str, Any] | None = None
+    transcript: list[dict[str, Any]] | None = None
+    style: str | None = None
+    answer: dict[str, Any] | None = None
+    lease: Lease | None = None
+    worker: str | None = None
+    attempts: int = 0
+    seq: int = 0
+    error: str | None = None
+    usage: dict[str, Any] | None = None
+    turns: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def drop_suspension(self) -> None:
+        """Forget what only a suspended run needs."""
+        self.pending = self.transcript = self.style = self.answer = None
+
+
+def _whole(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def read(task: Task | None) -> Private:
+    """The typed private section of ``task`` (an empty one when it has none)."""
+    raw = (task or {}).get(PRIVATE_KEY)
+    raw = raw if isinstance(raw, dict) else {}
+    lease = raw.get("lease")
+    answer = raw.get("answer")
+    phase = raw.get("phase")
+    state = str(((task or {}).get("status") or {}).get("state") or "")
+    if not isinstance(answer, dict) and isinstance(raw.get("resuming"), dict):
+        answer, phase = raw["resuming"], phase or states.RESUMING  # an earlier version's
+    if not isinstance(phase, str) or phase not in states.PHASES:
+        phase = states.ANSWERED if state == states.WORKING and answer else ""
+        phase = phase or states.default_phase(state)
+    text = (raw.get("input") or {}).get("text") if isinstance(raw.get("input"), dict) else ""
+    owner = raw.get("owner")
+    return Private(
+        owner=None if owner is None else str(owner),
+        input_text=str(text or ""),
+        phase=phase,
+        pending=raw.get("pending") if isinstance(raw.get("pending"), dict) else None,
+        transcript=raw.get("transcript") if isinstance(raw.get("transcript"), list) else None,
+        style=raw.get("style") if isinstance(raw.get("style"), str) else None,
+        answer=answer if isinstance(answer, dict) else None,
+        lease=Lease(str(lease.get("owner") or ""), str(lease.get("until") or ""))
+        if isinstance(lease, dict)
+        else None,
+        worker=raw.get("worker") if isinstance(raw.get("worker"), str) else None,
+        attempts=_whole(raw.get("attempts")),
+        seq=_whole(raw.get("seq")),
+        error=raw.get("error") if isinstance(raw.get("error"), str) else None,
+        usage=raw.get("usage") if isinstance(raw.get("usage"), dict) else None,
+        turns=raw.get("turns") if isinstance(raw.get("turns"), int) else None,
+        extra={k: copy.deepcopy(v) for k, v in raw.items() if k not in _KNOWN},
+    )
+
+
+def write(task: Task, private: Private) -> None:
+    """Put ``private`` back as ``task``'s private section (in place)."""
+    out: dict[str, Any] = {**private.extra, "v": VERSION, "owner": private.owner}
+    out["input"] = {"text": private.input_text}
+    out["phase"] = private.phase
+    for key in ("pending", "transcript", "style", "answer", "worker", "error", "usage", "turns"):
+        value = getattr(private, key)
+        if value is not None:
+            out[key] = value
+    if private.lease is not None:
+        out["lease"] = {"owner": private.lease.owner, "until": private.lease.until}
+    out["attempts"] = private.attempts
+    out["seq"] = private.seq
+    task[PRIVATE_KEY] = out
+
+
+def owner_of(task: Task | None) -> str | None:
+    return read(task).owner
+
+
+def phase_of(task: Task | None) -> str:
+    return read(task).phase
+
+
+def legacy_audit(task: Task | None) -> list[dict[str, Any]]:
+    """The decision trail an earlier version kept in the Task (read-only)."""
+    audit = read(task).extra.get("audit")
+    return [e for e in audit if isinstance(e, dict)] if isinstance(audit, list) else []

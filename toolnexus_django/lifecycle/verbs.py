@@ -1,0 +1,239 @@
+"""The moves of a Task's run: submit, claim, start_resume, renew, suspend,
+complete, fail — and, when its worker is gone, release, requeue, give_up.
+
+Each checks that the move is legal from the Task's phase
+(:data:`.states.MOVES`), makes it by compare-and-set through the store
+together with its event, wakes whatever waits for the Task in this process,
+and returns a :class:`.moves.Moved` (the new Task and its event) — or
+``None`` when another writer moved the Task first (the caller re-reads and
+decides). An illegal move raises :class:`.states.IllegalMove`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from ..bounds import bound_transcript, cut_text
+from ..signals import task_event
+from ..stores import TaskStore
+from ..stores.base import Task
+from . import states, wakeups
+from .events import SYSTEM, USER, WORKER, Event
+from .messages import agent_message, new_id, now_iso, text_part, user_message
+from .moves import (
+    MAX_REASON_CHARS,
+    Moved,
+    append_history,
+    begin,
+    commit,
+    interrupted_message,
+    max_output_chars,
+    new_lease,
+    set_status,
+)
+from .private import Private, read, write
+from .requests import answerers_for, status_parts, tool_that_halted
+
+logger = logging.getLogger("toolnexus_django.lifecycle")
+
+
+# -- a new Task -------------------------------------------------------------------------
+
+
+def submit(
+    store: TaskStore, message: dict[str, Any], *, owner: str | None, text: str, via: str = "a2a"
+) -> Moved:
+    """A ``submitted`` Task for an incoming user message, stored with its
+    first event; returned as stored (a fast worker may already move it)."""
+    tid = new_id()
+    context_id = message.get("contextId")
+    if not isinstance(context_id, str) or not context_id:
+        context_id = new_id()
+    task: Task = {"id": tid, "contextId": context_id, "kind": "task"}
+    task["status"] = {"state": states.SUBMITTED, "timestamp": now_iso()}
+    task["history"] = [user_message(message, task=task)]
+    private = Private(owner=owner, input_text=text, phase=states.QUEUED, seq=1)
+    write(task, private)
+    event = Event(
+        task_id=tid,
+        seq=1,
+        kind="submit",
+        from_state="",
+        to_state=states.SUBMITTED,
+        at=task["status"]["timestamp"],
+        actor=owner or "",
+        actor_kind=USER,
+        via=via,
+        public={"status": dict(task["status"])},
+    ).as_dict()
+    store.create(task, event)
+    wakeups.notify(tid)
+    logger.info("Task %s: submitted (submit)", tid)
+    task_event.send_robust(sender=TaskStore, task_id=tid, event=event)
+    return Moved(task, event)
+
+
+# -- a worker's moves ---------------------------------------------------------------------
+
+
+def claim(store: TaskStore, task: Task, *, worker: str) -> Moved | None:
+    """A worker takes a submitted Task: ``working`` with its lease, one more attempt."""
+    new, private = begin(task, "claim")
+    set_status(new, states.WORKING)
+    private.phase, private.lease, private.worker = states.RUNNING, new_lease(worker), worker
+    private.attempts += 1
+    return commit(
+        store, task, new, private, "claim", actor=worker, actor_kind=WORKER, via="worker",
+        detail={"attempt": private.attempts},
+    )  # fmt: skip
+
+
+def start_resume(store: TaskStore, task: Task, *, worker: str) -> Moved | None:
+    """A worker takes an answered Task to resume its run."""
+    new, private = begin(task, "resume")
+    set_status(new, states.WORKING)
+    private.phase, private.lease, private.worker = states.RESUMING, new_lease(worker), worker
+    private.attempts += 1
+    return commit(
+        store, task, new, private, "resume", actor=worker, actor_kind=WORKER, via="worker",
+        detail={"attempt": private.attempts},
+    )  # fmt: skip
+
+
+def renew(store: TaskStore, task: Task) -> Moved | None:
+    """Extend the running worker's lease (not a transition: no event)."""
+    new, private = begin(task, "renew")
+    assert private.lease is not None or private.worker is not None
+    private.lease = new_lease(private.lease.owner if private.lease else str(private.worker))
+    return commit(store, task, new, private, "renew")
+
+
+def suspend(
+    store: TaskStore,
+    task: Task,
+    request: Any,
+    *,
+    transcript: list[dict[str, Any]],
+    style: str,
+) -> Moved | None:
+    """The run stopped on a toolnexus pending Request: ``input-required``
+    (``auth-required`` for kind ``authorization``) with the prompt and what an
+    answer must look like on the wire; the Request and the transcript stay
+    server-side."""
+    new, private = begin(task, "suspend")
+    if dataclasses.is_dataclass(request) and not isinstance(request, type):
+        req = dataclasses.asdict(request)
+    else:
+        req = dict(request)
+    tool = tool_that_halted(transcript, style)
+    answerers = answerers_for(req, tool)
+    state = states.AUTH_REQUIRED if req.get("kind") == "authorization" else states.INPUT_REQUIRED
+    prompt = cut_text(str(req.get("prompt") or "Input required"), max_output_chars())
+    set_status(new, state, prompt, status_parts(req, answerers))
+    worker = private.lease.owner if private.lease else ""
+    private.phase, private.lease, private.answer = states.WAITING, None, None
+    private.pending = req
+    # Each message's text bounded; never trimmed in count (resume needs the halt).
+    private.transcript = bound_transcript(
+        transcript, max_messages=len(transcript), max_chars=max_output_chars()
+    )
+    private.style = style
+    return commit(
+        store, task, new, private, "suspend", actor=worker, actor_kind=WORKER, via="worker",
+        detail={"request": req.get("id"), "kind": req.get("kind"), "tool": tool},
+    )  # fmt: skip
+
+
+def complete(
+    store: TaskStore,
+    task: Task,
+    text: str,
+    *,
+    usage: dict[str, Any] | None = None,
+    turns: int | None = None,
+) -> Moved | None:
+    """Done: the run's final text (cut at MAX_OUTPUT_CHARS) is the Task's
+    artifact and the last message of its history."""
+    new, private = begin(task, "complete")
+    text = cut_text(text, max_output_chars())
+    set_status(new, states.COMPLETED)
+    artifact_id = new_id()
+    new["artifacts"] = [{"artifactId": artifact_id, "name": "result", "parts": [text_part(text)]}]
+    append_history(new, agent_message(text, task=new))
+    worker = private.lease.owner if private.lease else ""
+    private.drop_suspension()
+    private.phase, private.lease, private.usage, private.turns = states.DONE, None, usage, turns
+    return commit(
+        store, task, new, private, "complete", actor=worker, actor_kind=WORKER, via="worker",
+        artifacts=(artifact_id,),
+    )  # fmt: skip
+
+
+def fail(
+    store: TaskStore,
+    task: Task,
+    reason: str,
+    *,
+    kind: str = "fail",
+    actor: str | None = None,
+    actor_kind: str = WORKER,
+    via: str = "worker",
+) -> Moved | None:
+    """Failed, with a readable reason as the status message."""
+    new, private = begin(task, kind)
+    reason = cut_text(reason, MAX_REASON_CHARS)
+    set_status(new, states.FAILED, reason)
+    if actor is None:
+        actor = private.lease.owner if private.lease else ""
+    private.drop_suspension()
+    private.phase, private.lease, private.error = states.DONE, None, reason
+    return commit(
+        store, task, new, private, kind, actor=actor, actor_kind=actor_kind, via=via,
+        detail={"error": reason},
+    )  # fmt: skip
+
+
+# -- when a worker is gone -------------------------------------------------------------------
+
+
+def _back(task: Task, kind: str, *, refund: bool) -> tuple[Task, Private]:
+    """A leased Task back to where a worker can take it: a first run to
+    ``submitted``, a resume to ``working`` with its answer waiting."""
+    new, private = begin(task, kind)
+    resuming = private.phase in (states.RESUMING, states.ANSWERED)
+    set_status(new, states.WORKING if resuming else states.SUBMITTED)
+    private.phase = states.ANSWERED if resuming else states.QUEUED
+    private.lease = None
+    if refund:
+        private.attempts = max(0, private.attempts - 1)
+    return new, private
+
+
+def release(store: TaskStore, task: Task) -> Moved | None:
+    """A stopping worker gives its run back; the attempt does not count."""
+    new, private = _back(task, "release", refund=True)
+    worker = read(task).lease
+    return commit(
+        store, task, new, private, "release", actor=worker.owner if worker else "",
+        actor_kind=WORKER, via="shutdown",
+    )  # fmt: skip
+
+
+def requeue(store: TaskStore, task: Task) -> Moved | None:
+    """The worker's lease lapsed (it died): run it again elsewhere."""
+    new, private = _back(task, "requeue", refund=False)
+    return commit(
+        store, task, new, private, "requeue", actor="system", actor_kind=SYSTEM, via="recovery",
+        detail={"attempts": private.attempts},
+    )  # fmt: skip
+
+
+def give_up(store: TaskStore, task: Task) -> Moved | None:
+    """The lease lapsed once too often (MAX_ATTEMPTS): failed."""
+    attempts = read(task).attempts
+    return fail(
+        store, task, interrupted_message(attempts), kind="give_up", actor="system",
+        actor_kind=SYSTEM, via="recovery",
+    )  # fmt: skip

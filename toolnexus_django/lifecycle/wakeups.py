@@ -1,0 +1,178 @@
+"""Waking whatever waits for a Task (blocking sends, streams) when it moves.
+
+- In this process, every move wakes the Task's watchers at once
+  (:func:`notify`, called by the verbs after their compare-and-set).
+- Moves made by other processes are found by one poller thread per process,
+  started while anything watches: every ``EVENT_POLL_INTERVAL`` seconds it
+  asks the store which Tasks have new events (the django store: one indexed
+  query on the event table, whatever the number of watchers) or, for a store
+  that cannot say, reads each watched Task once. So a waiting request costs
+  no query of its own, and another process's move arrives within one
+  interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.db import close_old_connections
+
+from ..conf import toolnexus_settings
+from ..stores import TaskStore
+from ..stores.base import PRIVATE_KEY
+
+logger = logging.getLogger("toolnexus_django.lifecycle")
+
+
+class Watch:
+    """One waiter's view of one Task: :meth:`wait` returns as soon as the
+    Task moved since the last call (or was already moved), else at the
+    timeout."""
+
+    def __init__(self, hub: Hub, task_id: str) -> None:
+        self.hub = hub
+        self.task_id = task_id
+        self._moved = threading.Event()
+        self._listeners: list[Callable[[], None]] = []
+
+    def wait(self, timeout: float | None) -> bool:
+        moved = self._moved.wait(timeout)
+        self._moved.clear()
+        return moved
+
+    def on_move(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (from whichever thread moved the Task) on every move."""
+        self._listeners.append(listener)
+
+    def _wake(self) -> None:
+        self._moved.set()
+        for listener in list(self._listeners):
+            listener()
+
+    def close(self) -> None:
+        self.hub.unwatch(self)
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Hub:
+    """The watchers of this process, and the poller that finds other
+    processes' moves."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watches: dict[str, set[Watch]] = {}
+        self._stores: dict[int, TaskStore] = {}
+        self._seen: dict[str, int] = {}
+        self._cursors: dict[int, Any] = {}
+        self._poller: threading.Thread | None = None
+
+    def watch(self, store: TaskStore, task_id: str) -> Watch:
+        watch = Watch(self, task_id)
+        key = id(store)
+        if key not in self._cursors:
+            # Where the event log stands now, so the poller's first look finds
+            # what moved after this watch began (the watcher itself reads
+            # the Task once after watching, which covers what came before).
+            changes = store.changes_since(None)
+            if changes is not None:
+                self._cursors.setdefault(key, changes[0])
+        with self._lock:
+            self._watches.setdefault(task_id, set()).add(watch)
+            self._stores[key] = store
+            if self._poller is None or not self._poller.is_alive():
+                self._poller = threading.Thread(
+                    target=self._poll, name="toolnexus-wakeups", daemon=True
+                )
+                self._poller.start()
+        return watch
+
+    def unwatch(self, watch: Watch) -> None:
+        with self._lock:
+            watchers = self._watches.get(watch.task_id)
+            if watchers is not None:
+                watchers.discard(watch)
+                if not watchers:
+                    del self._watches[watch.task_id]
+                    self._seen.pop(watch.task_id, None)
+
+    def notify(self, task_id: str) -> None:
+        with self._lock:
+            watchers = list(self._watches.get(task_id, ()))
+        for watch in watchers:
+            watch._wake()
+
+    def wake_all(self) -> None:
+        """Wake every watcher (a server stopping ends its waits)."""
+        with self._lock:
+            watchers = [w for ws in self._watches.values() for w in ws]
+        for watch in watchers:
+            watch._wake()
+
+    @property
+    def watching(self) -> int:
+        with self._lock:
+            return sum(len(w) for w in self._watches.values())
+
+    # -- other processes' moves ------------------------------------------------------
+
+    def _poll(self) -> None:
+        while True:
+            time.sleep(float(toolnexus_settings.EVENT_POLL_INTERVAL))
+            with self._lock:
+                if not self._watches:
+                    self._poller = None
+                    self._cursors.clear()
+                    return
+                stores = list(self._stores.values())
+                watched = set(self._watches)
+            close_old_connections()
+            try:
+                for store in stores:
+                    for task_id in self._moved_in(store, watched):
+                        self.notify(task_id)
+            except Exception:  # a database hiccup: try again next beat
+                logger.warning("polling for task events failed", exc_info=True)
+            finally:
+                close_old_connections()
+
+    def _moved_in(self, store: TaskStore, watched: set[str]) -> set[str]:
+        key = id(store)
+        cursor = self._cursors.get(key)
+        changes = store.changes_since(cursor)
+        if changes is not None:
+            self._cursors[key] = changes[0]
+            return changes[1] & watched if cursor is not None else set()
+        moved = set()
+        for task_id in watched:
+            task = store.get(task_id)
+            seq = int(((task or {}).get(PRIVATE_KEY) or {}).get("seq") or 0)
+            with self._lock:
+                before = self._seen.get(task_id)
+                self._seen[task_id] = seq
+            # A Task seen for the first time counts as moved: its watcher
+            # looks once more (harmless) rather than miss a move.
+            if seq != before:
+                moved.add(task_id)
+        return moved
+
+
+hub = Hub()
+
+
+def watch(store: TaskStore, task_id: str) -> Watch:
+    """Start watching ``task_id`` (close the Watch when done)."""
+    return hub.watch(store, task_id)
+
+
+def notify(task_id: str) -> None:
+    """``task_id`` moved: wake its watchers in this process."""
+    hub.notify(task_id)

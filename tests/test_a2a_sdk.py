@@ -40,7 +40,7 @@ from a2a.utils.errors import (
 )
 
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
-from tests.test_serve_command import fake_env, serve
+from tests.servers import fake_env, serve
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -1,7 +1,7 @@
 """Crashes of real server processes: kill -9, a PostgreSQL restart, SIGTERM.
 
 Every test here runs ``manage.py toolnexus_serve`` as a subprocess (through the
-``serve`` helper of tests/test_serve_command.py, which starts it in its own
+``serve`` helper of tests/servers.py, which starts it in its own
 session -- so its process group is the gunicorn master plus its workers --,
 logs it to a file printed on failure, and SIGKILLs the group no matter what)
 against the fake model over real HTTP, and waits on conditions with deadlines.
@@ -31,8 +31,8 @@ from django.db import connection
 from tests import pgcluster
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Hang, Text
-from tests.test_serve_command import MANAGE, ROOT, Served, fake_env, serve
-from tests.utils import private_of
+from tests.servers import MANAGE, ROOT, Served, fake_env, serve
+from tests.utils import assert_event_log, private_of
 from toolnexus_django.fulfilment.recovery import interrupted_message
 from toolnexus_django.models import TaskRecord
 from toolnexus_django.stores import DjangoTaskStore
@@ -197,6 +197,9 @@ def test_kill_9_mid_run_then_a_new_server_runs_the_task_again(
             assert len(fake_llm.requests_for(marker)) == 2
             assert f"Task {crash.task_id}: its worker died (attempt 1)" in second.output()
             assert_nothing_left_working()
+            # Every move, the dead worker's included, is in the event log, in order.
+            kinds = [e["kind"] for e in assert_event_log(crash.task_id, DjangoTaskStore())]
+            assert kinds == ["submit", "claim", "requeue", "claim", "complete"]
         # Boot + what is left of the 2 s lease + a 0.5 s sweep: well within
         # a minute (the bound is loose for busy machines).
         assert recovered_in < 30, recovered_in

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import RpcClient
 from tests.fakes import FakeLLM, Text
-from tests.test_serve_command import database_url
+from tests.servers import database_url
 from toolnexus_django.models import TaskRecord
 
 pytestmark = pytest.mark.django_db(transaction=True)

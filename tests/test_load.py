@@ -22,7 +22,7 @@ from django.conf import settings
 
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import Fail, FakeLLM, Text
-from tests.test_serve_command import fake_env, serve
+from tests.servers import fake_env, serve
 from toolnexus_django.models import TaskRecord
 
 TASKS = 500

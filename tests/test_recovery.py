@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
-from tests.utils import decisions_of, private_of, task_in
+from tests.utils import assert_event_log, decisions_of, private_of, task_in
 from toolnexus_django import lifecycle
 from toolnexus_django.agent.runtime import shutdown_runtime
 from toolnexus_django.fulfilment.jobs import close_inprocess_backend
@@ -174,6 +174,9 @@ def test_cancel_stops_a_running_run_and_it_never_completes(
         "ops",
         "working",
     )
+    # The run's outcome was dropped: no event after the cancel.
+    kinds = [e["kind"] for e in assert_event_log(task["id"])]
+    assert kinds == ["submit", "claim", "cancel"]
     run_finished.receivers.clear()
 
 
@@ -256,7 +259,7 @@ def test_a_conversation_continues_in_another_process(
     """The first turn runs here; the second in a toolnexus_serve process on the
     same database: it starts from the first turn's messages."""
     from tests.conftest import RpcClient as Client
-    from tests.test_serve_command import fake_env, serve
+    from tests.servers import fake_env, serve
 
     configure(fake_llm)
     fake_llm.push(Text("Noted: the project is Apollo."), Text("It is Apollo."))

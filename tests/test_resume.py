@@ -14,8 +14,15 @@ from toolnexus import Answer
 from tests import tools
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Text, ToolCall
-from tests.test_serve_command import database_url
-from tests.utils import REQUESTER_APPROVES, decisions_of, private_of
+from tests.servers import database_url
+from tests.utils import (
+    REQUESTER_APPROVES,
+    assert_event_log,
+    decisions_of,
+    pending_id,
+    private_of,
+    suspend,
+)
 from toolnexus_django.agent.runtime import shutdown_runtime
 from toolnexus_django.fulfilment.jobs import close_inprocess_backend
 from toolnexus_django.review import AnswerRefused, answer_task, expire_due
@@ -30,21 +37,6 @@ PROMPT = "Approve an expense claim of 12.50 for 'taxi'?"
 @pytest.fixture(autouse=True)
 def _fresh_tool_log() -> None:
     tools.CALLS.clear()
-
-
-def suspend(
-    rpc: RpcClient, fake: FakeLLM, text: str = "file an expense of 12.5 for a taxi"
-) -> dict:
-    task = rpc.send(text)
-    waiting = rpc.wait(task["id"])
-    assert waiting["status"]["state"] in ("input-required", "auth-required"), waiting
-    return waiting
-
-
-def pending_id(task_id: str) -> str:
-    stored = get_task_store().get(task_id)
-    assert stored is not None
-    return private_of(stored).pending["id"]
 
 
 def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -80,6 +72,8 @@ def test_approve_resumes_openai_transcript_without_a_new_user_turn(
     # The tool ran twice in all: once to ask, once with the answer.
     stored = DjangoTaskStore().get(task["id"])
     assert decisions_of(task["id"])[0]["actor"] == "rita"
+    kinds = [e["kind"] for e in assert_event_log(task["id"])]
+    assert kinds == ["submit", "claim", "suspend", "answer", "resume", "complete"]
     assert private_of(stored).transcript is None and private_of(stored).pending is None
 
 
@@ -270,6 +264,8 @@ def test_an_expired_request_ends_the_wait_without_anyone(
     assert done["artifacts"][0]["parts"][0]["text"] == "too late, skipped"
     [result] = tool_messages(fake_llm.requests[2].body)
     assert result["content"] == "expired: Approve before the deadline?"
+    kinds = [e["kind"] for e in assert_event_log(stale["id"])]
+    assert kinds == ["submit", "claim", "suspend", "expire", "resume", "complete"]
     audit = decisions_of(stale["id"])
     assert (audit[0]["decision"], audit[0]["via"], audit[0]["reason"]) == (
         "expire",

@@ -20,7 +20,7 @@ from toolnexus import Request, ToolContext, ToolResult
 
 from tests.conftest import RpcClient
 from tests.fakes import FakeLLM, Text, ToolCall
-from tests.utils import decisions_of, task_in
+from tests.utils import decisions_of, pending_id, suspend, task_in
 from toolnexus_django.models import TaskRecord
 from toolnexus_django.stores import DjangoTaskStore
 
@@ -79,19 +79,6 @@ def viewer_client(django_user_model: Any) -> Client:
     return client
 
 
-def suspend(rpc: RpcClient, configure: Any, fake: FakeLLM, *, final: str = "Filed it.") -> str:
-    """A real run that stops on file_expense's approval request; its id."""
-    configure(fake)
-    fake.push(ToolCall("file_expense", {"amount": 12.5, "description": "taxi"}), Text(final))
-    task = rpc.send("file an expense of 12.5 for a taxi")
-    assert rpc.wait(task["id"])["status"]["state"] == "input-required"
-    return str(task["id"])
-
-
-def pending_id(task_id: str) -> str:
-    return str(TaskRecord.objects.get(pk=task_id).private["pending"]["id"])
-
-
 def answer(client: Client, task_id: str, action: str, request_id: str | None = None, **fields: Any):
     data = {"_answer": action, "request_id": request_id or pending_id(task_id)}
     data.update({f"{action}-{name}": value for name, value in fields.items()})
@@ -123,7 +110,8 @@ def state(task_id: str) -> str:
 def test_the_queue_lists_a_suspended_task_with_what_it_asks(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM, reviewer_client: Client
 ) -> None:
-    task_id = suspend(rpc, configure, fake_llm)
+    configure(fake_llm)
+    task_id = suspend(rpc, fake_llm, then="Filed it.")["id"]
     done = task_in("completed", result="all done", store=DjangoTaskStore())
 
     index = page(reviewer_client, "admin:index")
@@ -150,7 +138,8 @@ def test_the_queue_lists_a_suspended_task_with_what_it_asks(
 def test_the_review_page_shows_input_request_and_transcript(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM, reviewer_client: Client
 ) -> None:
-    task_id = suspend(rpc, configure, fake_llm)
+    configure(fake_llm)
+    task_id = suspend(rpc, fake_llm, then="Filed it.")["id"]
     body = page(reviewer_client, REVIEW, task_id)
     assert "file an expense of 12.5 for a taxi" in body  # the original request
     assert PROMPT in body and pending_id(task_id) in body
@@ -173,7 +162,8 @@ def test_the_review_page_shows_input_request_and_transcript(
 def test_the_review_page_renders_an_anthropic_transcript(
     rpc: RpcClient, configure: Any, fake_anthropic: FakeLLM, reviewer_client: Client
 ) -> None:
-    task_id = suspend(rpc, configure, fake_anthropic)
+    configure(fake_anthropic)
+    task_id = suspend(rpc, fake_anthropic, then="Filed it.")["id"]
     body = page(reviewer_client, REVIEW, task_id)
     assert "calls <code>file_expense</code>" in body and "toolu_fake_1_0" in body
     assert "halted here" in body and "System prompt" not in body
@@ -225,7 +215,8 @@ def test_the_queue_costs_the_same_queries_for_one_task_or_many(
 def test_approve_resumes_the_run_and_the_tool_runs_once_with_the_answer(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM, reviewer_client: Client
 ) -> None:
-    task_id = suspend(rpc, configure, fake_llm)
+    configure(fake_llm)
+    task_id = suspend(rpc, fake_llm, then="Filed it.")["id"]
     response = answer(reviewer_client, task_id, "approve", comment="fine by me")
     assert response.status_code == 302 and response.url == reverse(QUEUE)
 
@@ -250,7 +241,8 @@ def test_approve_resumes_the_run_and_the_tool_runs_once_with_the_answer(
 def test_decline_gives_the_model_a_declined_result(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM, reviewer_client: Client
 ) -> None:
-    task_id = suspend(rpc, configure, fake_llm, final="Understood, not filed.")
+    configure(fake_llm)
+    task_id = suspend(rpc, fake_llm, then="Understood, not filed.")["id"]
     response = answer(
         reviewer_client, task_id, "decline", reason="declined", comment="no receipt <b>"
     )
@@ -270,7 +262,8 @@ def test_decline_gives_the_model_a_declined_result(
 def test_reply_with_schema_data_reaches_the_tool_exactly(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM, reviewer_client: Client
 ) -> None:
-    task_id = suspend(rpc, configure, fake_llm)
+    configure(fake_llm)
+    task_id = suspend(rpc, fake_llm, then="Filed it.")["id"]
     response = answer(
         reviewer_client, task_id, "reply", cost_center="training", approved_amount="10.5"
     )
@@ -290,7 +283,8 @@ def test_reply_with_schema_data_reaches_the_tool_exactly(
 def test_invalid_reply_data_re_renders_with_errors_and_changes_nothing(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM, reviewer_client: Client
 ) -> None:
-    task_id = suspend(rpc, configure, fake_llm)
+    configure(fake_llm)
+    task_id = suspend(rpc, fake_llm, then="Filed it.")["id"]
     response = answer(
         reviewer_client, task_id, "reply", cost_center="yachts", approved_amount="lots"
     )
@@ -314,7 +308,8 @@ def test_only_reviewers_with_the_permission_answer(
     viewer_client: Client,
     django_user_model: Any,
 ) -> None:
-    task_id = suspend(rpc, configure, fake_llm)
+    configure(fake_llm)
+    task_id = suspend(rpc, fake_llm, then="Filed it.")["id"]
 
     # View permission: the queue and the page, but no forms.
     assert task_id[:10] in page(viewer_client, QUEUE)
@@ -339,7 +334,8 @@ def test_only_reviewers_with_the_permission_answer(
 def test_answers_need_a_csrf_token(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM, reviewer: Any
 ) -> None:
-    task_id = suspend(rpc, configure, fake_llm)
+    configure(fake_llm)
+    task_id = suspend(rpc, fake_llm, then="Filed it.")["id"]
     client = Client(enforce_csrf_checks=True)
     client.force_login(reviewer)
     assert answer(client, task_id, "approve").status_code == 403
@@ -349,7 +345,8 @@ def test_answers_need_a_csrf_token(
 def test_a_second_answer_is_refused_as_already_answered(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM, reviewer_client: Client
 ) -> None:
-    task_id = suspend(rpc, configure, fake_llm)
+    configure(fake_llm)
+    task_id = suspend(rpc, fake_llm, then="Filed it.")["id"]
     request_id = pending_id(task_id)
     first = answer(reviewer_client, task_id, "approve")
     assert first.status_code == 302
@@ -376,7 +373,8 @@ def test_two_reviewers_at_once_one_wins(
     reviewer: Any,
     django_user_model: Any,
 ) -> None:
-    task_id = suspend(rpc, configure, fake_llm)
+    configure(fake_llm)
+    task_id = suspend(rpc, fake_llm, then="Filed it.")["id"]
     request_id = pending_id(task_id)
     second = staff(django_user_model, "sam", "answer_task")
     clients = []
@@ -417,7 +415,8 @@ def test_two_reviewers_at_once_one_wins(
 def test_an_answer_to_an_outdated_request_is_refused(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM, reviewer_client: Client
 ) -> None:
-    task_id = suspend(rpc, configure, fake_llm)
+    configure(fake_llm)
+    task_id = suspend(rpc, fake_llm, then="Filed it.")["id"]
     response = answer(reviewer_client, task_id, "approve", "approve-not-this-one")
     assert response.status_code == 302 and response.url == reverse(RECORD, args=[task_id])
     [(level, text)] = flashed(reviewer_client.get(response.url))

@@ -4,15 +4,12 @@ and clients that go away."""
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from a2a.compat.v0_3 import types as v03
 from a2a.types import a2a_pb2
@@ -20,6 +17,7 @@ from google.protobuf.json_format import ParseDict
 
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
+from tests.sse import open_stream
 from tests.utils import REQUESTER_APPROVES
 from toolnexus_django.a2a import follow
 
@@ -27,68 +25,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 V1 = {"A2A-Version": "1.0"}
 EXPENSE = ToolCall("file_expense", {"amount": 12.5, "description": "taxi"})
-
-
-class SseStream:
-    """One SSE response read event by event, every read bounded by a deadline."""
-
-    def __init__(self, response: httpx.Response, deadline: float) -> None:
-        self.response = response
-        self.deadline = deadline
-        self.lines = response.iter_lines()
-        self.comments = 0
-
-    @property
-    def is_sse(self) -> bool:
-        return self.response.headers["content-type"].startswith("text/event-stream")
-
-    def next(self) -> dict[str, Any] | None:
-        """The next event as ``{"event": name, "data": parsed JSON}``; None at
-        the end of the stream."""
-        name, data = "message", []
-        for line in self.lines:
-            if time.monotonic() > self.deadline:
-                raise AssertionError("the stream ran past its deadline")
-            if not line:
-                if data:
-                    return {"event": name, "data": json.loads("\n".join(data))}
-                continue
-            if line.startswith(":"):
-                self.comments += 1
-                continue
-            key, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if key == "event":
-                name = value
-            elif key == "data":
-                data.append(value)
-        return None
-
-    def rest(self) -> list[dict[str, Any]]:
-        events = []
-        while (event := self.next()) is not None:
-            events.append(event)
-        return events
-
-
-@contextmanager
-def open_stream(
-    url: str,
-    method: str,
-    params: dict[str, Any],
-    *,
-    headers: dict[str, str] | None = None,
-    timeout: float = 20,
-) -> Iterator[SseStream]:
-    payload = {"jsonrpc": "2.0", "id": "s-1", "method": method, "params": params}
-    with (
-        httpx.Client(timeout=httpx.Timeout(timeout)) as client,
-        client.stream(
-            "POST", url, json=payload, headers={"Accept": "text/event-stream", **(headers or {})}
-        ) as response,
-    ):
-        assert response.status_code == 200
-        yield SseStream(response, time.monotonic() + timeout)
 
 
 def v03_message(text: str, **extra: Any) -> dict[str, Any]:
@@ -341,7 +277,7 @@ def test_a_stream_follows_a_run_in_another_process(
 ) -> None:
     """The Task runs in a toolnexus_serve subprocess; this process's endpoint
     streams it: the stream reads the shared store, not an in-process queue."""
-    from tests.test_serve_command import fake_env, serve
+    from tests.servers import fake_env, serve
 
     configure(fake_llm, store="django")
     fake_llm.push(Hang(then=Text("from the other process")))

@@ -164,3 +164,20 @@ def test_cancel_racing_completion_ends_in_one_terminal_state(store: TaskStore) -
     assert sorted(outcomes.values()) == [False, True]
     winner = next(name for name, won in outcomes.items() if won)
     assert taskdicts.state_of(store.get(task["id"])) == winner
+
+
+def test_a_lost_compare_and_set_writes_no_event(configure: Any) -> None:
+    """Two movers from the same version on the database: one wins, with its
+    event; the loser's event is never written."""
+    from tests.utils import assert_event_log, task_in
+    from toolnexus_django import lifecycle
+    from toolnexus_django.stores import DjangoTaskStore
+
+    configure(None, store="django")
+    store = DjangoTaskStore()
+    task = task_in("submitted", store=store)
+    won = lifecycle.claim(store, task, worker="a:1")
+    lost = lifecycle.claim(store, task, worker="b:2")
+    assert won is not None and lost is None
+    events = assert_event_log(task["id"], store)
+    assert [(e["kind"], e["actor"]) for e in events] == [("submit", ""), ("claim", "a:1")]

@@ -7,6 +7,7 @@ events it would have recorded."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 from toolnexus_django import lifecycle
@@ -20,6 +21,20 @@ from toolnexus_django.stores.base import Task
 REQUESTER_APPROVES: dict[str, Any] = {"file_expense": ["requester", "reviewer"]}
 
 WORKER = "test-host:1"
+EXPENSE_TEXT = "file an expense of 12.5 for a taxi"
+
+
+def suspend(rpc: Any, fake: Any, text: str = EXPENSE_TEXT, *, then: str | None = None) -> Task:
+    """Send ``text`` for real and wait until its run stops on a Request; the
+    waiting Task (as GetTask shows it). ``then``: script the model to call
+    ``file_expense`` first and to answer ``then`` once resumed."""
+    if then is not None:
+        from tests.fakes import Text, ToolCall
+
+        fake.push(ToolCall("file_expense", {"amount": 12.5, "description": "taxi"}), Text(then))
+    waiting = rpc.wait(rpc.send(text)["id"])
+    assert waiting["status"]["state"] in ("input-required", "auth-required"), waiting
+    return waiting
 
 
 #: A transcript stopped on one call of ``tool`` (openai shape).
@@ -121,3 +136,19 @@ def decisions_of(task_id: str, store: TaskStore | None = None) -> list[dict[str,
         for e in events_of(task_id, store)
         if e["kind"] in ("answer", "expire", "cancel")
     ]
+
+
+def assert_event_log(task_id: str, store: TaskStore | None = None) -> list[dict[str, Any]]:
+    """The Task's events are contiguous from 1, each move starts where the one
+    before left the Task, and the last leaves it in its stored state."""
+    store = store or get_task_store()
+    events = store.events(task_id)
+    task = store.get(task_id)
+    assert task is not None
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1)), events
+    assert events[0]["kind"] == "submit" and events[0]["from_state"] == ""
+    for before, after in itertools.pairwise(events):
+        assert after["from_state"] == before["to_state"], (before, after)
+    assert events[-1]["to_state"] == task["status"]["state"]
+    assert private_of(task).seq == len(events)
+    return events

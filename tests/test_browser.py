@@ -136,6 +136,11 @@ def test_a_reviewer_answers_a_task_in_the_browser(
 
     expect(page.locator("h1")).to_have_text("Review task")
     expect(page.locator("#tnx-input")).to_contain_text("airport to the client's office")
+    # The timeline so far: submitted, taken by a worker, stopped on the Request.
+    timeline = page.locator("#tnx-timeline")
+    expect(timeline.locator("tr.tnx-event")).to_have_count(3)
+    expect(timeline.locator("tr.tnx-event-suspend")).to_contain_text("working → input-required")
+    expect(timeline.locator("tr.tnx-event-claim")).to_contain_text("(worker)")
     page.select_option("#id_reply-cost_center", "travel")
     page.fill("#id_reply-approved_amount", "40")
     page.fill("#id_reply-note", "Tip not covered.")
@@ -163,3 +168,15 @@ def test_a_reviewer_answers_a_task_in_the_browser(
     expect(page.locator(".field-state")).to_contain_text("completed")
     expect(page.locator(".field-timeline")).to_contain_text("Checked against the receipt.")
     expect(page.locator(".field-timeline")).to_contain_text("rita")
+    # Every move, in order, with who made it and from which state to which.
+    rows = page.locator(".field-timeline tr.tnx-event")
+    expect(rows).to_have_count(6)
+    kinds = [rows.nth(i).locator(".tnx-kind").inner_text() for i in range(6)]
+    assert kinds == ["submit", "claim", "suspend", "answer", "resume", "complete"]
+    answer = page.locator(".field-timeline tr.tnx-event-answer")
+    expect(answer).to_contain_text("rita (user)")
+    expect(answer).to_contain_text("input-required → working")
+    expect(answer).to_contain_text("reply")
+    expect(page.locator(".field-timeline tr.tnx-event-complete")).to_contain_text(
+        "working → completed"
+    )

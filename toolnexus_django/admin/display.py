@@ -120,7 +120,8 @@ def _view(event: dict[str, Any]) -> EventView:
         at_raw=at.isoformat() if isinstance(at, datetime) else str(at or ""),
         kind=str(event.get("kind") or ""),
         decision=str(private.get("decision") or ""),
-        actor=str(event.get("actor") or ""),
+        # An anonymous caller of an open endpoint has no name.
+        actor=str(event.get("actor") or ("anonymous" if event.get("actor_kind") == "user" else "")),
         actor_kind=str(event.get("actor_kind") or ""),
         via=str(event.get("via") or ""),
         from_state=str(event.get("from_state") or ""),

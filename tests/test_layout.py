@@ -1,0 +1,69 @@
+"""The package's layout: each layer imports only the layers below it
+(ARCHITECTURE.md), and no module grows far past 400 lines."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "toolnexus_django"
+
+#: Bottom to top. A module's layer is that of its top-level name in the package.
+LAYERS: list[set[str]] = [
+    {"__init__", "conf", "registry", "signals", "strictjson", "bounds", "schemas", "threads"},
+    {"compat"},
+    {"stores", "models", "migrations"},
+    {"agent"},
+    {"lifecycle"},
+    {"fulfilment", "backends", "tasks"},
+    {"review"},
+    {"a2a"},
+    {"views", "urls", "streaming", "admin", "server", "management", "checks", "apps"},
+]
+
+
+def layer_of(name: str) -> int:
+    for index, names in enumerate(LAYERS):
+        if name in names:
+            return index
+    raise AssertionError(f"{name!r} is in no layer: add it to LAYERS (and ARCHITECTURE.md)")
+
+
+def imported_tops(path: Path) -> list[tuple[int, str]]:
+    """(line, top-level package name) of every relative import in ``path``."""
+    here = list(path.relative_to(PACKAGE).parts[:-1])
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom) or not node.level:
+            continue
+        base = here[: len(here) - (node.level - 1)] if node.level > 1 else here
+        target = base + (node.module.split(".") if node.module else [])
+        if target:
+            found.append((node.lineno, target[0]))
+        else:  # "from . import x" at the top of the package
+            found += [(node.lineno, alias.name) for alias in node.names]
+    return found
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "migrations" not in p.parts)
+
+
+def test_every_layer_imports_only_the_layers_below_it() -> None:
+    assert "lifecycle" in {top for _, top in imported_tops(PACKAGE / "views.py")}  # it reads
+    upward = []
+    for path in modules():
+        mine = layer_of(path.relative_to(PACKAGE).parts[0].removesuffix(".py"))
+        for line, top in imported_tops(path):
+            if layer_of(top) > mine:
+                upward.append(f"{path.relative_to(PACKAGE)}:{line} imports {top}")
+    assert upward == []
+
+
+def test_no_module_is_much_over_400_lines() -> None:
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in modules()
+        if (n := len(p.read_text().splitlines())) > 440
+    }
+    assert long == {}

@@ -34,6 +34,7 @@ from .moves import (
     set_status,
 )
 from .private import Private, read, write
+from .public import public_status
 from .requests import answerers_for, status_parts, tool_that_halted
 
 logger = logging.getLogger("toolnexus_django.lifecycle")
@@ -66,7 +67,7 @@ def submit(
         actor=owner or "",
         actor_kind=USER,
         via=via,
-        public={"status": dict(task["status"])},
+        public={"status": public_status(task["status"], tid)},
     ).as_dict()
     store.create(task, event)
     wakeups.notify(tid)
@@ -105,8 +106,10 @@ def start_resume(store: TaskStore, task: Task, *, worker: str) -> Moved | None:
 def renew(store: TaskStore, task: Task) -> Moved | None:
     """Extend the running worker's lease (not a transition: no event)."""
     new, private = begin(task, "renew")
-    assert private.lease is not None or private.worker is not None
-    private.lease = new_lease(private.lease.owner if private.lease else str(private.worker))
+    holder = private.lease.owner if private.lease else private.worker
+    if not holder:  # a leased phase always names its worker; never renew for nobody
+        raise states.IllegalMove("renew", str(task.get("id")), task["status"]["state"], "unheld")
+    private.lease = new_lease(holder)
     return commit(store, task, new, private, "renew")
 
 

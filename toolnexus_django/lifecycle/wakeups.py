@@ -23,7 +23,7 @@ from django.db import close_old_connections
 
 from ..conf import toolnexus_settings
 from ..stores import TaskStore
-from ..stores.base import PRIVATE_KEY
+from .private import read
 
 logger = logging.getLogger("toolnexus_django.lifecycle")
 
@@ -153,8 +153,7 @@ class Hub:
             return changes[1] & watched if cursor is not None else set()
         moved = set()
         for task_id in watched:
-            task = store.get(task_id)
-            seq = int(((task or {}).get(PRIVATE_KEY) or {}).get("seq") or 0)
+            seq = read(store.get(task_id)).seq
             with self._lock:
                 before = self._seen.get(task_id)
                 self._seen[task_id] = seq

@@ -18,10 +18,26 @@ pytest_plugins = ["tests.fakes.pytest_plugin"]
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that starts a live server is slow (``-m "not slow"`` starts
-    none); tests that start subprocesses say so themselves."""
+    none); tests that start subprocesses say so themselves (see below)."""
     for item in items:
         if "live_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _subprocesses_only_in_slow_tests(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test that starts a process must be marked slow: elsewhere starting
+    one fails the test, so ``-m "not slow"`` stays fast."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+    import subprocess
+
+    def refuse(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise AssertionError("this test starts a subprocess: mark it @pytest.mark.slow")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
 
 
 @pytest.fixture(autouse=True)

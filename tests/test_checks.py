@@ -379,6 +379,7 @@ def test_an_error_does_stop_manage_py_check(settings: Any) -> None:
 # -- a real `manage.py check` ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_manage_py_check_subprocess_reports_the_ids(tmp_path: Path) -> None:
     (tmp_path / "bad_settings.py").write_text(
         "from testproject.settings import *  # noqa: F403\n"

@@ -258,6 +258,7 @@ def _read_in_subprocess(code: str, env: dict[str, str]) -> Any:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_file_store_task_survives_into_another_process(tmp_path: Path) -> None:
     task = suspended_task()
     FileTaskStore(tmp_path).save(task)
@@ -280,6 +281,7 @@ def test_file_store_task_survives_into_another_process(tmp_path: Path) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_django_store_task_survives_into_another_process(tmp_path: Path) -> None:
     task = suspended_task()
     DjangoTaskStore().save(task)

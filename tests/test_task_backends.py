@@ -44,6 +44,7 @@ def test_another_backend_takes_over_without_code_changes(
     assert rpc.get(task["id"])["result"]["status"]["state"] == "completed"
 
 
+@pytest.mark.slow
 def test_a_project_without_a_default_tasks_backend_still_serves(tmp_path: Path) -> None:
     (tmp_path / "settings_without_default.py").write_text(
         textwrap.dedent(

@@ -82,6 +82,7 @@ def check_served(store: TaskStore, fake: FakeLLM) -> dict[str, Any]:
     return stored
 
 
+@pytest.mark.slow
 def test_memory_store_behind_toolnexus_serve(fake_llm: FakeLLM) -> None:
     store = InMemoryTaskStore()
     stored = check_served(store, fake_llm)
@@ -89,6 +90,7 @@ def test_memory_store_behind_toolnexus_serve(fake_llm: FakeLLM) -> None:
     assert stored["id"]
 
 
+@pytest.mark.slow
 def test_file_store_behind_toolnexus_serve(fake_llm: FakeLLM, tmp_path: Path) -> None:
     store = FileTaskStore(tmp_path)
     stored = check_served(store, fake_llm)
@@ -102,6 +104,7 @@ def test_file_store_behind_toolnexus_serve(fake_llm: FakeLLM, tmp_path: Path) ->
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_django_store_behind_toolnexus_serve(fake_llm: FakeLLM) -> None:
     store = DjangoTaskStore()
     stored = check_served(store, fake_llm)

@@ -46,7 +46,7 @@ def stop_waiting() -> None:
     """End every blocking wait and stream of this process now (for a server
     that is shutting down: streams end, clients resubscribe)."""
     _stopping.set()
-    wakeups.hub.wake_all()
+    wakeups.wake_all()
 
 
 def resume_waiting() -> None:

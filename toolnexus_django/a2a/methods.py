@@ -157,7 +157,8 @@ def _configuration(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _blocking(configuration: dict[str, Any], dialect: Dialect) -> bool:
-    """Whether a send waits for the Task to settle. v0.3: ``blocking``, true
+    """Whether a send waits for the Task to stop (terminal or waiting on a
+    person). v0.3: ``blocking``, true
     when absent; v1.0: ``not returnImmediately`` (false when absent) — the
     official SDK's defaults. The toolnexus dialect always returns at once."""
     if dialect is Dialect.TOOLNEXUS:

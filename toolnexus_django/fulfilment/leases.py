@@ -97,7 +97,7 @@ class RunningRun:
         self.handle.cancel()
         return False
 
-    def settle(self, move: Callable[[TaskStore, Task], Any]) -> Any:
+    def make(self, move: Callable[[TaskStore, Task], Any]) -> Any:
         """Make ``move`` from the run's latest version (None if it was lost)."""
         with self.lock:
             if self.lost:

@@ -190,7 +190,7 @@ def _riding_out_outages(run: RunningRun, move: Callable[..., Any]) -> Any:
     pause = 0.2
     while True:
         try:
-            return run.settle(move)
+            return run.make(move)
         except (OperationalError, InterfaceError):
             if time.monotonic() + pause > deadline:
                 raise

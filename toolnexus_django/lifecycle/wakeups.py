@@ -22,6 +22,7 @@ from typing import Any
 from django.db import close_old_connections
 
 from ..conf import toolnexus_settings
+from ..registry import PerProcess
 from ..stores import TaskStore
 from .private import read
 
@@ -164,14 +165,24 @@ class Hub:
         return moved
 
 
-hub = Hub()
+#: This process's watchers (a new hub after a fork; kept across settings changes).
+_hub = PerProcess("wake-up hub", Hub, reload=False)
+
+
+def hub() -> Hub:
+    return _hub.get()
 
 
 def watch(store: TaskStore, task_id: str) -> Watch:
     """Start watching ``task_id`` (close the Watch when done)."""
-    return hub.watch(store, task_id)
+    return hub().watch(store, task_id)
 
 
 def notify(task_id: str) -> None:
     """``task_id`` moved: wake its watchers in this process."""
-    hub.notify(task_id)
+    hub().notify(task_id)
+
+
+def wake_all() -> None:
+    """Wake every watcher of this process (a stopping server ends its waits)."""
+    hub().wake_all()

@@ -37,6 +37,7 @@ class SseBody:
     def __init__(self, rid: RequestId, stream: EventStream) -> None:
         self.rid = rid
         self.stream = stream
+        self.events = stream.events()
         self._done = False
 
     def __iter__(self) -> SseBody:
@@ -46,7 +47,7 @@ class SseBody:
         if self._done:
             raise StopIteration
         try:
-            item = next(self.stream.events)
+            item = next(self.events)
         except StopIteration:
             self.close()
             raise
@@ -66,7 +67,12 @@ class SseBody:
         is closed (client gone, server stopping): stops polling at once."""
         if not self._done:
             self._done = True
-            self.stream.close()
+            try:
+                close = getattr(self.events, "close", None)
+                if close is not None:
+                    close()
+            finally:
+                self.stream.close()
 
 
 def sse_response(rid: RequestId, stream: EventStream) -> StreamingHttpResponse:

@@ -20,8 +20,9 @@ from toolnexus import Answer
 
 from . import lifecycle
 from .a2a.card import build_card
+from .a2a.follow import held, wait_settled
 from .a2a.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError, failure, parse_request, success
-from .a2a.methods import CallContext, EventStream, dispatch
+from .a2a.methods import Awaiting, CallContext, EventStream, dispatch
 from .conf import toolnexus_settings
 from .fulfilment.jobs import schedule_fulfilment
 from .lifecycle.messages import answer_data, user_message
@@ -168,10 +169,18 @@ class JsonRpcView(APIView):
                 owner=owner,
                 a2a_version=request.headers.get("A2A-Version"),
                 last_event_id=request.headers.get("Last-Event-ID"),
+                # Each waiting request holds one of this server's threads.
+                held=held,
             )
             result = dispatch(rpc, ctx)
             if isinstance(result, EventStream):
                 return sse_response(rid, result)
+            if isinstance(result, Awaiting):
+                waiting = result
+                try:
+                    result = waiting.result(wait_settled(store, waiting.task))
+                finally:
+                    waiting.close()
             return json_response(success(rid, result))
         except RpcError as err:
             return json_response(failure(err.id if err.id is not None else rid, err))

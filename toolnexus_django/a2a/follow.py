@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,6 +171,85 @@ def _messages(event: Event, task: Task, dialect: Dialect, skip: int) -> Iterator
     yield Message(str(event.seq), status_update(task, event.status, dialect, final=final))
 
 
+class Follower:
+    """One stream's progress through its Task's events: what to send next,
+    and when it is over. The drivers — :func:`follow` (a thread waits) and
+    :func:`afollow` (a coroutine waits) — do the reading and the waiting."""
+
+    def __init__(
+        self,
+        first: Task,
+        dialect: Dialect,
+        *,
+        history_length: int | None = None,
+        after: Position | None = None,
+    ) -> None:
+        self.first = first
+        self.task_id = str(first["id"])
+        self.dialect = dialect
+        self.history_length = history_length
+        self.after = after
+        self.position = after or Position(lifecycle.read(first).seq)
+        self.done = False
+        now = time.monotonic()
+        self.heartbeat = max(0.05, float(toolnexus_settings.STREAM_HEARTBEAT))
+        self.deadline = now + float(toolnexus_settings.STREAM_MAX_SECONDS)
+        self.last_sent = now
+
+    def opening(self) -> list[Message]:
+        """Without ``after``: the Task as the caller read it."""
+        if self.after is not None:
+            return []
+        seq = self.position.seq
+        task = stream_task(self.first, self.dialect, history_length=self.history_length)
+        self.done = state_of(self.first) in SETTLED
+        return [Message(str(seq) if seq else None, task)]
+
+    def read(self, store: TaskStore) -> tuple[list[Event], Task | None]:
+        """What the store has after the position (the Task too, when needed)."""
+        events = [Event.from_dict(e) for e in store.events(self.task_id, after=self.position.seq)]
+        current = store.get(self.task_id) if events or self.after is not None else None
+        return events, current
+
+    def take(self, events: list[Event], current: Task | None) -> list[Message]:
+        """The messages for what :meth:`read` found; sets :attr:`done`."""
+        out: list[Message] = []
+        task = current or self.first
+        if not events:
+            if self.after is not None and state_of(current) in states.TERMINAL:
+                self.done = True  # nothing more will ever come
+            return out
+        if events[0].seq > self.position.seq + 1:
+            # The store no longer keeps the events asked for (stores without
+            # an event table keep the newest): start afresh from the Task.
+            seq = lifecycle.read(task).seq
+            out.append(Message(str(seq), stream_task(task, self.dialect)))
+            self.position = Position(seq)
+            self.done = state_of(task) in SETTLED
+            events = []
+        for event in events:
+            skip = self.position.artifacts if event.seq == self.position.seq + 1 else 0
+            out.extend(_messages(event, task, self.dialect, skip))
+            self.position = Position(event.seq)
+            if event.to_state in SETTLED:
+                self.done = True
+                break
+        self.last_sent = time.monotonic()
+        return out
+
+    def pause(self) -> float | None:
+        """Seconds to wait for a move; None: send a keep-alive now; 0 after
+        the deadline (the stream ends)."""
+        now = time.monotonic()
+        if now >= self.deadline:
+            self.done = True
+            return 0.0
+        if now - self.last_sent >= self.heartbeat:
+            self.last_sent = now
+            return None
+        return max(0.0, min(self.deadline - now, self.last_sent + self.heartbeat - now))
+
+
 def follow(
     store: TaskStore,
     first: Task,
@@ -179,55 +258,70 @@ def follow(
     history_length: int | None = None,
     after: Position | None = None,
 ) -> Iterator[Message | None]:
-    """The messages of a stream, rendered for ``dialect``. Without ``after``:
-    ``first`` (the Task as the caller read it), then one message per later
-    event, until an event leaves the Task terminal or waiting on a person.
-    With ``after`` (from ``Last-Event-ID``): exactly the messages after it,
-    then the live ones, until such an event. ``None`` items ask for a
-    keep-alive comment. Ends after STREAM_MAX_SECONDS in any case."""
-    max_seconds = float(toolnexus_settings.STREAM_MAX_SECONDS)
-    heartbeat = max(0.05, float(toolnexus_settings.STREAM_HEARTBEAT))
-    task_id = first["id"]
-    with wakeups.watch(store, task_id) as watch:
-        if after is None:
-            seq = lifecycle.read(first).seq
-            yield Message(
-                str(seq) if seq else None,
-                stream_task(first, dialect, history_length=history_length),
-            )
-            if state_of(first) in SETTLED:
+    """The messages of a stream, rendered for ``dialect``, from a thread.
+    Without ``after``: ``first`` (the Task as the caller read it), then one
+    message per later event, until an event leaves the Task terminal or
+    waiting on a person. With ``after`` (from ``Last-Event-ID``): exactly the
+    messages after it, then the live ones, until such an event. ``None``
+    items ask for a keep-alive comment. Ends after STREAM_MAX_SECONDS in any
+    case."""
+    follower = Follower(first, dialect, history_length=history_length, after=after)
+    with wakeups.watch(store, follower.task_id) as watch:
+        yield from follower.opening()
+        while not follower.done and not _stopping.is_set():
+            yield from follower.take(*follower.read(store))
+            if follower.done:
                 return
-            position = Position(seq)
-        else:
-            position = after
-        last_sent = time.monotonic()
-        deadline = last_sent + max_seconds
-        while not _stopping.is_set():
-            events = [Event.from_dict(e) for e in store.events(task_id, after=position.seq)]
-            if events:
-                current = store.get(task_id) or first
-                if events[0].seq > position.seq + 1:
-                    # The store no longer keeps the events asked for (stores
-                    # without an event table keep the newest): start afresh.
-                    events = []
-                    yield Message(str(lifecycle.read(current).seq), stream_task(current, dialect))
-                    if state_of(current) in SETTLED:
-                        return
-                    position = Position(lifecycle.read(current).seq)
-                for event in events:
-                    skip = position.artifacts if event.seq == position.seq + 1 else 0
-                    yield from _messages(event, current, dialect, skip)
-                    position = Position(event.seq)
-                    last_sent = time.monotonic()
-                    if event.to_state in SETTLED:
-                        return
-            elif after is not None and state_of(store.get(task_id)) in states.TERMINAL:
-                return  # nothing more will ever come
-            now = time.monotonic()
-            if now >= deadline:
-                return
-            if now - last_sent >= heartbeat:
+            pause = follower.pause()
+            if pause is None:
                 yield None
-                last_sent = time.monotonic()
-                continue
-            watch.wait(max(0.0, min(deadline - now, last_sent + heartbeat - now)))
+            elif not follower.done:
+                watch.wait(pause)
+
+
+async def afollow(
+    store: TaskStore,
+    first: Task,
+    dialect: Dialect,
+    run_sync: Callable[..., Awaitable[Any]],
+    *,
+    history_length: int | None = None,
+    after: Position | None = None,
+) -> AsyncIterator[Message | None]:
+    """:func:`follow` for a coroutine: it waits holding no thread; the
+    store is read with ``run_sync`` (on a thread pool) only when the Task
+    moved, or once per keep-alive."""
+    follower = Follower(first, dialect, history_length=history_length, after=after)
+    with wakeups.watch(store, follower.task_id) as watch:
+        for message in follower.opening():
+            yield message
+        while not follower.done and not _stopping.is_set():
+            for message in follower.take(*await run_sync(follower.read, store)):
+                yield message
+            if follower.done:
+                return
+            pause = follower.pause()
+            if pause is None:
+                yield None
+            elif not follower.done:
+                await watch.wait_async(pause)
+
+
+async def await_settled(
+    store: TaskStore,
+    task: Task,
+    run_sync: Callable[..., Awaitable[Any]],
+    timeout: float | None = None,
+) -> Task:
+    """:func:`wait_settled` for a coroutine (it holds no thread while it waits)."""
+    limit = float(toolnexus_settings.BLOCKING_TIMEOUT if timeout is None else timeout)
+    deadline = time.monotonic() + limit
+    with wakeups.watch(store, task["id"]) as watch:
+        current = await run_sync(store.get, task["id"]) or task
+        while state_of(current) not in SETTLED and not _stopping.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            if await watch.wait_async(remaining):
+                current = await run_sync(store.get, task["id"]) or current
+    return current

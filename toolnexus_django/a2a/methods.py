@@ -9,7 +9,7 @@ one, canceling one) it asks of the :class:`Actions` the view hands it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -57,26 +57,61 @@ class CallContext:
     a2a_version: str | None = None
     #: The ``Last-Event-ID`` of a stream's reconnect.
     last_event_id: str | None = None
+    #: Where each waiting request holds a thread (WSGI): the bound on them
+    #: (MAX_HELD_REQUESTS); None where waiting costs no thread (ASGI).
+    held: follow.HeldRequests | None = None
 
 
 @dataclass
 class EventStream:
-    """A streaming result: each item of ``events`` is one JSON-RPC result, sent
-    as one SSE event; ``None`` asks for a keep-alive comment. ``close()`` must
-    be called however the stream ends (it frees the held-request slot)."""
+    """A streaming result: the messages of :func:`follow.follow` (a thread
+    waits) or :func:`follow.afollow` (a coroutine waits), each one JSON-RPC
+    result sent as one SSE event; ``None`` asks for a keep-alive comment.
+    ``close()`` must be called however the stream ends (it frees the
+    held-request slot, if it took one)."""
 
-    events: Iterator[follow.Message | None]
+    store: TaskStore
+    first: Task
     dialect: Dialect
+    history_length: int | None = None
+    after: follow.Position | None = None
     slot: follow.Slot | None = field(default=None, repr=False)
 
+    def events(self) -> Iterator[follow.Message | None]:
+        return follow.follow(
+            self.store, self.first, self.dialect,
+            history_length=self.history_length, after=self.after,
+        )  # fmt: skip
+
+    def aevents(self, run_sync: Callable[..., Any]) -> AsyncIterator[follow.Message | None]:
+        return follow.afollow(
+            self.store, self.first, self.dialect, run_sync,
+            history_length=self.history_length, after=self.after,
+        )  # fmt: skip
+
     def close(self) -> None:
-        try:
-            close = getattr(self.events, "close", None)
-            if close is not None:
-                close()
-        finally:
-            if self.slot is not None:
-                self.slot.release()
+        if self.slot is not None:
+            self.slot.release()
+
+
+@dataclass
+class Awaiting:
+    """A blocking send: wait (:func:`follow.wait_settled` from a thread,
+    :func:`follow.await_settled` from a coroutine) until ``task`` is terminal
+    or waits on a person, then :meth:`result`. ``close()`` frees the slot."""
+
+    store: TaskStore
+    task: Task
+    dialect: Dialect
+    history_length: int | None = None
+    slot: follow.Slot | None = field(default=None, repr=False)
+
+    def result(self, task: Task) -> Any:
+        return _send_result(task, self.dialect, self.history_length)
+
+    def close(self) -> None:
+        if self.slot is not None:
+            self.slot.release()
 
 
 def dispatch(request: RpcRequest, ctx: CallContext) -> Any:
@@ -205,26 +240,35 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
     history_length = _history_length(configuration.get("historyLength"))
     blocking = not streaming and _blocking(configuration, dialect)
 
-    # A waiting request holds a server thread: take a slot before anything is
-    # saved, so a refusal leaves no Task behind.
-    slot = follow.held.hold() if streaming or blocking else None
-    if streaming and slot is None:
-        raise _busy()
+    # Where a waiting request holds a server thread, take a slot before
+    # anything is saved, so a refusal leaves no Task behind.
+    waits = streaming or blocking
+    slot = _hold(ctx) if waits else None
+    if waits and slot is None and ctx.held is not None:
+        if streaming:
+            raise _busy()
+        waits = False  # a blocking send without a slot returns at once
     try:
         if message.get("taskId") is not None:
             task = continue_task(message, ctx)
         else:
             task = start_task(message, ctx)
-        if streaming:
-            events = follow.follow(ctx.store, task, dialect, history_length=history_length)
-            stream, slot = EventStream(events, dialect, slot), None
-            return stream
-        if slot is not None:
-            task = follow.wait_settled(ctx.store, task)
-    finally:
+    except BaseException:
         if slot is not None:
             slot.release()
-    # Without a slot a blocking send returns at once, as a non-blocking one.
+        raise
+    if streaming:
+        return EventStream(ctx.store, task, dialect, history_length, slot=slot)
+    if waits:
+        return Awaiting(ctx.store, task, dialect, history_length, slot=slot)
+    return _send_result(task, dialect, history_length)
+
+
+def _hold(ctx: CallContext) -> follow.Slot | None:
+    return ctx.held.hold() if ctx.held is not None else None
+
+
+def _send_result(task: Task, dialect: Dialect, history_length: int | None) -> Any:
     rendered = render_task(task, dialect, history_length=history_length)
     return {"task": rendered} if dialect is Dialect.V10 else rendered
 
@@ -329,10 +373,10 @@ def subscribe(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any
             UNSUPPORTED_OPERATION,
             f"Task {task_id[:100]} is {state}: there is nothing to subscribe to",
         )
-    slot = follow.held.hold()
-    if slot is None:
+    slot = _hold(ctx)
+    if slot is None and ctx.held is not None:
         raise _busy()
-    return EventStream(follow.follow(ctx.store, task, dialect, after=after), dialect, slot)
+    return EventStream(ctx.store, task, dialect, after=after, slot=slot)
 
 
 # -- what this server does not offer ---------------------------------------------------------

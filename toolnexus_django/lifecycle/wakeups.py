@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -39,11 +40,35 @@ class Watch:
         self.task_id = task_id
         self._moved = threading.Event()
         self._listeners: list[Callable[[], None]] = []
+        self._async: asyncio.Event | None = None
 
     def wait(self, timeout: float | None) -> bool:
+        """From a thread: block until the Task moves (or ``timeout``)."""
         moved = self._moved.wait(timeout)
         self._moved.clear()
         return moved
+
+    async def wait_async(self, timeout: float | None) -> bool:
+        """From a coroutine: wait until the Task moves (or ``timeout``),
+        holding no thread. One event loop per Watch."""
+        if self._async is None:
+            loop = asyncio.get_running_loop()
+            event = self._async = asyncio.Event()
+
+            def wake() -> None:
+                loop.call_soon_threadsafe(event.set)
+
+            self._listeners.append(wake)
+            if self._moved.is_set():
+                event.set()
+        try:
+            await asyncio.wait_for(self._async.wait(), timeout)
+        except TimeoutError:
+            return False
+        finally:
+            self._async.clear()
+            self._moved.clear()
+        return True
 
     def on_move(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` (from whichever thread moved the Task) on every move."""
@@ -52,7 +77,10 @@ class Watch:
     def _wake(self) -> None:
         self._moved.set()
         for listener in list(self._listeners):
-            listener()
+            try:
+                listener()
+            except RuntimeError:  # its event loop is closed: nobody waits there
+                pass
 
     def close(self) -> None:
         self.hub.unwatch(self)

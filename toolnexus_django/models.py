@@ -77,6 +77,13 @@ class TaskRecord(models.Model):
     lease_expires_at = models.DateTimeField(_("lease expires"), null=True, blank=True)
     #: How many times a run of this Task was started (mirrors _private.attempts).
     attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    #: The number of the Task's last event, and that event: written in the same
+    #: statement as the move, a database trigger copies it into TaskEvent (one
+    #: statement per move, no extra round trip; see migration 0005).
+    event_seq = models.PositiveIntegerField(_("last event"), default=0)
+    last_event = models.JSONField(
+        _("last event's data"), null=True, blank=True, encoder=StorageJSONEncoder
+    )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +28,9 @@ from .base import (
     task_id_of,
 )
 
+#: Databases on which migration 0005's trigger copies each move's event.
+TRIGGER_VENDORS = frozenset({"postgresql", "sqlite"})
+
 #: The columns of a TaskEvent row, as the event dicts name them.
 _EVENT_FIELDS = (
     "task_id",
@@ -40,6 +45,11 @@ _EVENT_FIELDS = (
     "public",
     "private",
 )
+
+
+@functools.cache
+def _fields(model: Any) -> dict[str, Any]:
+    return {f.attname: f for f in model._meta.concrete_fields}
 
 
 def _iso(moment: datetime) -> str:
@@ -58,7 +68,9 @@ class DjangoTaskStore(TaskStore):
     ``save`` is one upsert (``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` the
     stored row is not terminal); ``compare_and_set`` is one conditional
     ``UPDATE`` on the row's revision. Both are single statements, so they are
-    atomic on SQLite and PostgreSQL without explicit locks.
+    atomic on SQLite and PostgreSQL without explicit locks — and so is a move's
+    event: the statement writes it into the row's ``last_event`` and a trigger
+    copies it into ``TaskEvent`` (elsewhere: an INSERT in the same transaction).
     """
 
     def __init__(self, using: str = "default") -> None:
@@ -84,24 +96,37 @@ class DjangoTaskStore(TaskStore):
     def get(self, id: str) -> Task | None:
         if not _valid_id(id):
             return None
-        row = (
-            self.model.objects.using(self.using)
-            .filter(pk=id)
-            .values_list("task", "private")
-            .first()
+        # One statement built by hand: GetTask's hot path (the ORM's compile
+        # of this SELECT was most of its cost).
+        connection = connections[self.using]
+        qn = connection.ops.quote_name
+        sql = (
+            f"SELECT {qn('task')}, {qn('private')} FROM {qn(self.model._meta.db_table)} "
+            f"WHERE {qn('id')} = %s"
         )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [id])
+            row = cursor.fetchone()
         if row is None:
             return None
-        task, private = row
+        task, private = (json.loads(v) if isinstance(v, (str, bytes)) else v for v in row)
         task = dict(task)
         if private:
             task[PRIVATE_KEY] = private
         return task
 
-    def _columns(self, task: Task) -> dict[str, Any]:
+    @property
+    def triggers(self) -> bool:
+        """Whether a database trigger writes each move's event (migration 0005)."""
+        return connections[self.using].vendor in TRIGGER_VENDORS
+
+    def _columns(self, task: Task, event: Event | None = None) -> dict[str, Any]:
         private = task.get(PRIVATE_KEY) or {}
         lease = private.get("lease") or {}
         return {
+            # The move's event, for the trigger to copy (None: no event, no copy).
+            "event_seq": int(event["seq"]) if event else int(private.get("seq") or 0),
+            "last_event": event if event and self.triggers else None,
             "context_id": str(task.get("contextId") or "")[:MAX_ID_LENGTH],
             "state": state_of(task) or "submitted",
             "owner_id": private.get("owner"),
@@ -114,16 +139,16 @@ class DjangoTaskStore(TaskStore):
             "attempts": int(private.get("attempts") or 0),
         }
 
-    def save(self, task: Task) -> None:
+    def save(self, task: Task, event: Event | None = None) -> None:
         tid = task_id_of(task)
         if not _valid_id(tid):
             raise ValueError(f"invalid Task id for the database store: {tid[:40]!r}")
         model = self.model
         connection = connections[self.using]
-        values = {"id": tid, **self._columns(task)}
+        values = {"id": tid, **self._columns(task, event)}
         now = timezone.now()
         values["created_at"] = values["updated_at"] = now
-        fields = {f.attname: f for f in model._meta.concrete_fields}
+        fields = _fields(model)
         names = list(values)
         params = [fields[n].get_db_prep_save(values[n], connection) for n in names]
         qn = connection.ops.quote_name
@@ -144,29 +169,57 @@ class DjangoTaskStore(TaskStore):
                 raise TerminalTaskError(tid, state_of(stored) or "finished")
 
     def create(self, task: Task, event: Event | None = None) -> None:
+        if self.triggers or event is None:
+            self.save(task, event)  # the trigger writes the event with the row
+            return
         with transaction.atomic(using=self.using):
             self.save(task)
-            if event is not None:
-                self._add_event(event)
+            self._add_event(event)
 
     def compare_and_set(self, expected: Task, new: Task, event: Event | None = None) -> bool:
         tid = task_id_of(new)
         if not _valid_id(tid):
             return False
         bump_revision(expected, new)
-        # The change and its event in one transaction: both or neither.
-        with transaction.atomic(using=self.using):
-            won = (
-                self.model.objects.using(self.using)
-                .filter(pk=tid, state=state_of(expected), revision=revision_of(expected))
-                .exclude(state__in=TERMINAL_STATES)
-                .update(updated_at=timezone.now(), **self._columns(new))
-            )
-            if won and event is not None:
-                self._add_event(event)
+        if self.triggers or event is None:
+            # One conditional UPDATE; the trigger writes the event in it: a
+            # lost compare-and-set updates no row, so writes no event.
+            won = self._update_if(tid, expected, self._columns(new, event))
+        else:
+            # The change and its event in one transaction: both or neither.
+            with transaction.atomic(using=self.using):
+                won = self._update_if(tid, expected, self._columns(new))
+                if won:
+                    self._add_event(event)
         if not won:
             new[PRIVATE_KEY]["revision"] = revision_of(expected)
-        return bool(won)
+        return won
+
+    def _update_if(self, tid: str, expected: Task, columns: dict[str, Any]) -> bool:
+        """``UPDATE ... WHERE`` the row is still ``expected`` and not terminal:
+        one statement built by hand (the ORM's compile of this UPDATE was
+        most of a move's cost)."""
+        connection = connections[self.using]
+        fields = _fields(self.model)
+        names = [*columns, "updated_at"]
+        values = [*columns.values(), timezone.now()]
+        params = [
+            fields[n].get_db_prep_save(v, connection) for n, v in zip(names, values, strict=True)
+        ]
+        qn = connection.ops.quote_name
+        table = qn(self.model._meta.db_table)
+        terminal = ", ".join(["%s"] * len(TERMINAL_STATES))
+        sql = (
+            f"UPDATE {table} SET {', '.join(f'{qn(n)} = %s' for n in names)} "
+            f"WHERE {qn('id')} = %s AND {qn('state')} = %s AND {qn('revision')} = %s "
+            f"AND {qn('state')} NOT IN ({terminal})"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                sql,
+                [*params, tid, state_of(expected), revision_of(expected), *sorted(TERMINAL_STATES)],
+            )
+            return bool(cursor.rowcount)
 
     def list_tasks(self, query: TaskQuery) -> tuple[list[tuple[Task, datetime]], int]:
         """The public Tasks ``query`` selects, with their ``updated_at``, and

@@ -88,6 +88,29 @@ def _uvicorn(interface: str, workers: int = 1) -> Callable[[int], list[str]]:
     return argv
 
 
+def _granian(workers: int, loop: str = "uvloop", *extra: str) -> Callable[[int], list[str]]:
+    def argv(port: int) -> list[str]:
+        return [
+            PY, "-m", "granian", "--interface", "asgi", "testproject.asgi:application",
+            "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
+            "--loop", loop, "--no-ws", "--log-level", "warning", "--backpressure", "4096",
+            *extra,
+        ]  # fmt: skip
+
+    return argv
+
+
+def _uvicorn_fast(workers: int) -> Callable[[int], list[str]]:
+    def argv(port: int) -> list[str]:
+        return [
+            PY, "-m", "uvicorn", "testproject.asgi:application", "--http", "httptools",
+            "--loop", "uvloop", "--host", "127.0.0.1", "--port", str(port),
+            "--workers", str(workers), "--no-access-log", "--log-level", "warning",
+        ]  # fmt: skip
+
+    return argv
+
+
 def _serve(*extra: str) -> Callable[[int], list[str]]:
     def argv(port: int) -> list[str]:
         return [PY, MANAGE, "toolnexus_serve", f"127.0.0.1:{port}", *extra]
@@ -107,6 +130,18 @@ CANDIDATES = [
     Candidate("uvicorn asgi 2", _uvicorn("asgi3", 2)),
     Candidate("uvicorn wsgi 1", _uvicorn("wsgi"), "deprecated in uvicorn"),
     Candidate("uvicorn wsgi 2", _uvicorn("wsgi", 2), "deprecated in uvicorn"),
+    Candidate("granian asgi 1", _granian(1), "lean ASGI endpoint, uvloop"),
+    Candidate("granian asgi 2", _granian(2), "lean ASGI endpoint, uvloop"),
+    Candidate(
+        "granian asgi 2 st",
+        _granian(2, "uvloop", "--runtime-mode", "st"),
+        "single-threaded runtime",
+    ),
+    Candidate(
+        "granian asgi 2 rust tasks", _granian(2, "uvloop", "--task-impl", "rust"), "rust task impl"
+    ),
+    Candidate("uvicorn httptools 1", _uvicorn_fast(1), "lean ASGI endpoint, uvloop"),
+    Candidate("uvicorn httptools 2", _uvicorn_fast(2), "lean ASGI endpoint, uvloop"),
     Candidate("toolnexus_serve (default)", _serve(), "the shipped command"),
     Candidate("toolnexus_serve --workers 2", _serve("--workers", "2"), "the shipped command"),
 ]

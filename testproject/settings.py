@@ -144,6 +144,10 @@ TOOLNEXUS = {
     "MAX_ATTEMPTS": int(os.environ.get("TOOLNEXUS_MAX_ATTEMPTS", "3")),
     "REQUEUE_AFTER": float(os.environ.get("TOOLNEXUS_REQUEUE_AFTER", "60")),
     "EXPIRY_SWEEP_INTERVAL": float(os.environ.get("TOOLNEXUS_SWEEP_INTERVAL", "5")),
+    # Capacity (the scale tests and benchmarks set these).
+    "MAX_RUNS": int(os.environ.get("TOOLNEXUS_MAX_RUNS", "256")),
+    "DATABASE_THREADS": int(os.environ.get("TOOLNEXUS_DATABASE_THREADS", "16")),
+    "READ_TIMEOUT": float(os.environ.get("TOOLNEXUS_READ_TIMEOUT", "30")),
     # The demo endpoint is open; real projects pick DRF classes here.
     "AUTHENTICATION_CLASSES": [],
     "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],

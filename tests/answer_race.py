@@ -19,7 +19,7 @@ if __name__ == "__main__":
     django.setup()
     from toolnexus import Answer
 
-    from toolnexus_django.fulfilment.jobs import close_inprocess_backend
+    from toolnexus_django.fulfilment.runs import close_runs
     from toolnexus_django.review import AnswerRefused, answer_task
 
     task_id, request_id, start_at, actor = sys.argv[1:5]
@@ -29,4 +29,4 @@ if __name__ == "__main__":
         print("won", flush=True)
     except AnswerRefused as refused:
         print(refused.reason, flush=True)
-    close_inprocess_backend(timeout=30)
+    close_runs(timeout=30)

@@ -20,7 +20,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that starts a live server is slow (``-m "not slow"`` starts
     none); tests that start subprocesses say so themselves (see below)."""
     for item in items:
-        if "live_server" in getattr(item, "fixturenames", ()):
+        names = set(getattr(item, "fixturenames", ()))
+        if names & {"live_server", "asgi_server", "agent_url"}:
             item.add_marker(pytest.mark.slow)
 
 
@@ -47,10 +48,20 @@ def _stop_background_work(settings: Any) -> Iterator[None]:
     Requests ``settings`` so this teardown runs before settings are restored."""
     yield
     from toolnexus_django.agent.runtime import shutdown_runtime
-    from toolnexus_django.fulfilment.jobs import close_inprocess_backend
+    from toolnexus_django.fulfilment.runs import close_runs
 
-    close_inprocess_backend(timeout=15)
+    close_runs(timeout=15)
     shutdown_runtime(timeout=5)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_database_threads() -> Iterator[None]:
+    """At the end, close the database threads' connections (PostgreSQL will
+    not drop the test database while they are open)."""
+    yield
+    from toolnexus_django import dbthreads
+
+    dbthreads.close(timeout=10)
 
 
 def agent_settings(
@@ -222,10 +233,24 @@ def users(django_user_model: Any) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def agent_url(live_server: Any) -> str:
-    """The agent's JSON-RPC endpoint on the live server (real HTTP)."""
-    return f"{live_server.url}/agent/"
+@pytest.fixture(scope="session")
+def asgi_server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Any]:
+    """The project's ASGI application on a real server (see tests/asgiserver.py)."""
+    from tests.asgiserver import AsgiServer
+
+    with django_db_blocker.unblock(), AsgiServer() as server:
+        yield server
+
+
+@pytest.fixture(params=["wsgi", "asgi"])
+def agent_url(request: pytest.FixtureRequest) -> str:
+    """The agent's JSON-RPC endpoint over real HTTP, served both ways: by the
+    DRF views on Django's live server (WSGI), and by the lean ASGI endpoint
+    on uvicorn (what toolnexus_serve runs). Every test of the wire holds for both."""
+    if request.param == "wsgi":
+        return f"{request.getfixturevalue('live_server').url}/agent/"
+    request.getfixturevalue("transactional_db")
+    return f"{request.getfixturevalue('asgi_server').url}/agent/"
 
 
 @pytest.fixture

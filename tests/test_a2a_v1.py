@@ -327,9 +327,9 @@ def test_cancel_of_a_running_task(v1: V1Client, configure: Any, fake_llm: FakeLL
     fake_llm.release()
     wait_until(lambda: fake_llm.held == 0, timeout=10, what="the model call to end")
     # Never completed afterwards, also once the background work is over.
-    from toolnexus_django.fulfilment.jobs import close_inprocess_backend
+    from toolnexus_django.fulfilment.runs import close_runs
 
-    assert close_inprocess_backend(timeout=15)
+    assert close_runs(timeout=15)
     assert result(v1.get_v1(task["id"]))["status"]["state"] == "TASK_STATE_CANCELED"
 
 
@@ -514,6 +514,7 @@ def test_blocking_send_gives_up_at_its_timeout(
     assert rpc.wait(task["id"])["status"]["state"] == "completed"
 
 
+@pytest.mark.parametrize("agent_url", ["wsgi"], indirect=True)  # where waiting holds a thread
 def test_waiting_requests_are_bounded_per_process(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM
 ) -> None:

@@ -18,7 +18,6 @@ import pytest
 
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Hang, Text
-from toolnexus_django.agent import runtime as runtime_module
 from toolnexus_django.agent.runtime import (
     IO_THREADS,
     AbandonedCall,
@@ -71,7 +70,8 @@ def test_hung_calls_past_run_timeout_leave_room_for_the_next_run(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM
 ) -> None:
     # The store plays no part here; memory keeps 50 Tasks quick.
-    configure(fake_llm, store="memory", client=slow_client(fake_llm), RUN_TIMEOUT=0.5)
+    # Runs in flight bounded as low as the IO pool, so the hung calls outnumber it.
+    configure(fake_llm, store="memory", client=slow_client(fake_llm), RUN_TIMEOUT=0.5, MAX_RUNS=8)
     for i in range(HUNG):
         fake_llm.on(f"hung task {i}.", Hang(max_seconds=60, then=Text("too late")))
     try:
@@ -98,8 +98,8 @@ def test_canceled_hung_calls_leave_room_for_the_next_run(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM
 ) -> None:
     # No RUN_TIMEOUT: nothing clamps these calls, only the pool can help.
-    configure(fake_llm, store="memory", client=slow_client(fake_llm), RUN_TIMEOUT=None)
-    batch, batches = 8, 5  # WORKER_THREADS runs at a time; 40 calls in all
+    configure(fake_llm, store="memory", client=slow_client(fake_llm), RUN_TIMEOUT=None, MAX_RUNS=8)
+    batch, batches = 8, 5  # MAX_RUNS runs at a time; 40 calls in all
     assert batch * batches > IO_THREADS
     try:
         for b in range(batches):
@@ -214,12 +214,11 @@ def test_unbudgeted_work_keeps_the_plain_limit(gate: threading.Event) -> None:
 @pytest.fixture
 def small_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[AgentRuntime]:
     """A runtime with no toolkit or client, and an IO pool of 2 threads."""
-    monkeypatch.setattr(runtime_module, "IO_THREADS", 2)
 
     async def no_toolkit() -> Any:
         return None
 
-    runtime = AgentRuntime(no_toolkit, lambda: None).start()
+    runtime = AgentRuntime(no_toolkit, lambda: None, io_threads=2).start()
     yield runtime
     runtime.stop()
 

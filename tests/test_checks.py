@@ -41,7 +41,7 @@ GOOD: dict[str, Any] = {
     "AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "TASK_BACKEND": None,
-    "WORKER_THREADS": 4,
+    "MAX_RUNS": 4,
     "RUN_TIMEOUT": 30,
 }
 
@@ -90,7 +90,7 @@ def test_the_testproject_settings_pass_the_checks() -> None:
 
 
 def test_check_is_registered_with_the_compatibility_tag(settings: Any) -> None:
-    settings.TOOLNEXUS = {**GOOD, "WORKER_THREADS": 0}
+    settings.TOOLNEXUS = {**GOOD, "MAX_RUNS": 0}
     assert "toolnexus_django.E009" in {m.id for m in checks.run_checks(tags=["compatibility"])}
     assert check_settings(None) == ours(checks.run_checks())
 
@@ -331,7 +331,7 @@ def test_e008_task_backend_not_in_tasks(ids_for: Any, settings: Any) -> None:
 
 @pytest.mark.parametrize("value", [0, -1, "8", True, 1.5, None], ids=repr)
 def test_e009_worker_threads(ids_for: Any, value: Any) -> None:
-    assert ids_for(WORKER_THREADS=value) == {"E009"}
+    assert ids_for(MAX_RUNS=value) == {"E009"}
 
 
 @pytest.mark.parametrize("value", [-1, 0, "10", True, [5]], ids=repr)
@@ -341,7 +341,7 @@ def test_e009_run_timeout(ids_for: Any, value: Any) -> None:
 
 @pytest.mark.parametrize(
     "overrides",
-    [{"WORKER_THREADS": 1}, {"WORKER_THREADS": 64}, {"RUN_TIMEOUT": 0.5}, {"RUN_TIMEOUT": None}],
+    [{"MAX_RUNS": 1}, {"MAX_RUNS": 64}, {"RUN_TIMEOUT": 0.5}, {"RUN_TIMEOUT": None}],
     ids=repr,
 )
 def test_positive_numbers_pass(ids_for: Any, overrides: dict[str, Any]) -> None:
@@ -371,7 +371,7 @@ def test_w001_client_without_base_url_or_model(settings: Any, client: dict[str, 
 
 
 def test_an_error_does_stop_manage_py_check(settings: Any) -> None:
-    settings.TOOLNEXUS = {**GOOD, "WORKER_THREADS": 0}
+    settings.TOOLNEXUS = {**GOOD, "MAX_RUNS": 0}
     with pytest.raises(SystemCheckError, match=r"toolnexus_django\.E009"):
         call_command("check", stdout=io.StringIO(), stderr=io.StringIO())
 
@@ -383,7 +383,7 @@ def test_an_error_does_stop_manage_py_check(settings: Any) -> None:
 def test_manage_py_check_subprocess_reports_the_ids(tmp_path: Path) -> None:
     (tmp_path / "bad_settings.py").write_text(
         "from testproject.settings import *  # noqa: F403\n"
-        "TOOLNEXUS = {**TOOLNEXUS, 'WORKER_THREADS': 0, 'STROE': 'memory'}\n"
+        "TOOLNEXUS = {**TOOLNEXUS, 'MAX_RUNS': 0, 'STROE': 'memory'}\n"
     )
     (tmp_path / "good_settings.py").write_text("from testproject.settings import *  # noqa: F403\n")
     env = {**os.environ, "PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{tmp_path}"}

@@ -25,7 +25,7 @@ def test_empty_setting_gives_every_default(settings: Any) -> None:
     settings.TOOLNEXUS = {}
     assert toolnexus_settings.as_dict() == DEFAULTS
     assert toolnexus_settings.STORE == "memory"
-    assert toolnexus_settings.WORKER_THREADS == 8
+    assert toolnexus_settings.MAX_RUNS == 256
     assert toolnexus_settings.RUN_TIMEOUT is None
     assert toolnexus_settings.TASK_BACKEND is None
     assert toolnexus_settings.AUTHENTICATION_CLASSES is None
@@ -48,18 +48,18 @@ def test_a_non_dict_setting_reads_as_defaults(settings: Any) -> None:
     # Reported by check E001; reading it must not crash on the way there.
     settings.TOOLNEXUS = "memory"
     assert toolnexus_settings.STORE == "memory"
-    assert toolnexus_settings.WORKER_THREADS == 8
+    assert toolnexus_settings.MAX_RUNS == 256
 
 
 def test_top_level_values_replace_defaults(settings: Any) -> None:
     settings.TOOLNEXUS = {
         "STORE": "django",
-        "WORKER_THREADS": 2,
+        "MAX_RUNS": 2,
         "RUN_TIMEOUT": 12.5,
         "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     }
     assert toolnexus_settings.STORE == "django"
-    assert toolnexus_settings.WORKER_THREADS == 2
+    assert toolnexus_settings.MAX_RUNS == 2
     assert toolnexus_settings.RUN_TIMEOUT == 12.5
     assert toolnexus_settings.PERMISSION_CLASSES == ["rest_framework.permissions.AllowAny"]
     assert toolnexus_settings.AUTHENTICATION_CLASSES is None  # untouched keys keep defaults
@@ -126,18 +126,18 @@ def test_unknown_attribute_raises_attribute_error(name: str) -> None:
 
 
 def test_override_is_seen_on_the_next_read(settings: Any) -> None:
-    settings.TOOLNEXUS = {"STORE": "memory", "WORKER_THREADS": 3}
+    settings.TOOLNEXUS = {"STORE": "memory", "MAX_RUNS": 3}
     assert toolnexus_settings.STORE == "memory"  # now cached
-    settings.TOOLNEXUS = {"STORE": "django", "WORKER_THREADS": 5}
+    settings.TOOLNEXUS = {"STORE": "django", "MAX_RUNS": 5}
     assert toolnexus_settings.STORE == "django"
-    assert toolnexus_settings.WORKER_THREADS == 5
+    assert toolnexus_settings.MAX_RUNS == 5
 
     with override_settings(TOOLNEXUS={"STORE": "file:/srv/tasks"}):
         assert toolnexus_settings.STORE == "file:/srv/tasks"
-        assert toolnexus_settings.WORKER_THREADS == 8
+        assert toolnexus_settings.MAX_RUNS == 256
     # Leaving the override restores the previous value.
     assert toolnexus_settings.STORE == "django"
-    assert toolnexus_settings.WORKER_THREADS == 5
+    assert toolnexus_settings.MAX_RUNS == 5
 
 
 def test_reads_are_cached_until_a_reload(settings: Any) -> None:

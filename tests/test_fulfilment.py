@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import RpcClient
 from tests.fakes import Fail, FakeLLM, Hang, Text, ToolCall
 from tests.utils import private_of
-from toolnexus_django.fulfilment.jobs import close_inprocess_backend
+from toolnexus_django.fulfilment.runs import close_runs
 from toolnexus_django.signals import run_finished
 from toolnexus_django.stores import DjangoTaskStore, FileTaskStore
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def settle_background_work() -> None:
     """Wait for every run this process started to finish (bounded)."""
-    assert close_inprocess_backend(timeout=15), "background runs did not finish"
+    assert close_runs(timeout=15), "background runs did not finish"
 
 
 @pytest.mark.parametrize(
@@ -121,6 +121,7 @@ def test_model_failure_fails_the_task_and_the_next_one_completes(
     client_overrides: dict[str, Any],
     expected: str,
 ) -> None:
+    client_overrides = dict(client_overrides)  # shared by this test's other parametrizations
     run_timeout = client_overrides.pop("RUN_TIMEOUT", None)
     client = configure(fake_llm)["CLIENT"]
     configure(

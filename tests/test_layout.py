@@ -10,7 +10,17 @@ PACKAGE = Path(__file__).resolve().parent.parent / "toolnexus_django"
 
 #: Bottom to top. A module's layer is that of its top-level name in the package.
 LAYERS: list[set[str]] = [
-    {"__init__", "conf", "registry", "signals", "strictjson", "bounds", "schemas", "threads"},
+    {
+        "__init__",
+        "conf",
+        "registry",
+        "signals",
+        "strictjson",
+        "bounds",
+        "schemas",
+        "threads",
+        "dbthreads",
+    },
     {"compat"},
     {"stores", "models", "migrations"},
     {"agent"},
@@ -18,7 +28,19 @@ LAYERS: list[set[str]] = [
     {"fulfilment", "backends", "tasks"},
     {"review"},
     {"a2a"},
-    {"views", "urls", "streaming", "admin", "server", "management", "checks", "apps"},
+    {
+        "views",
+        "urls",
+        "streaming",
+        "endpoint",
+        "asgi",
+        "admin",
+        "server",
+        "worker",
+        "management",
+        "checks",
+        "apps",
+    },
 ]
 
 

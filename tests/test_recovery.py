@@ -14,8 +14,8 @@ from tests.fakes import FakeLLM, Hang, Text, ToolCall
 from tests.utils import assert_event_log, decisions_of, private_of, task_in
 from toolnexus_django import lifecycle
 from toolnexus_django.agent.runtime import shutdown_runtime
-from toolnexus_django.fulfilment.jobs import close_inprocess_backend
 from toolnexus_django.fulfilment.recovery import interrupted_message, recover
+from toolnexus_django.fulfilment.runs import close_runs
 from toolnexus_django.models import TaskRecord
 from toolnexus_django.review import NotCancelable, cancel_task
 from toolnexus_django.stores import get_task_store
@@ -73,7 +73,7 @@ def test_a_lost_enqueue_is_redone(rpc: RpcClient, configure: Any, fake_llm: Fake
     fresh = orphan("submitted", attempts=0, lease_age=1, text="just sent")
     assert recover()["requeued"] == [lost["id"]]
     assert rpc.wait(lost["id"])["status"]["state"] == "completed"
-    assert close_inprocess_backend(timeout=15)
+    assert close_runs(timeout=15)
     # Enqueued twice (recovery + the original) still runs once.
     recover_again = recover()
     assert lost["id"] not in recover_again["requeued"]
@@ -110,8 +110,8 @@ def test_an_answered_task_whose_resumer_died_is_resumed_again(
     store = get_task_store()
     request_id = private_of(store.get(task["id"])).pending["id"]
     # The answer lands while no worker runs: the resume is enqueued then lost.
-    configure(fake_llm, TASK_BACKEND=None, WORKER_THREADS=1)
-    close_inprocess_backend(timeout=15)
+    configure(fake_llm, TASK_BACKEND=None, MAX_RUNS=1)
+    close_runs(timeout=15)
     from toolnexus_django.review import answering
 
     enqueued: list[str] = []
@@ -137,8 +137,22 @@ def test_lease_renewal_keeps_a_long_run_alive(
     fake_llm.wait_held(1)
     store = get_task_store()
     first = revision_of(store.get(task["id"]))
-    # Several renewals happen while the model holds its answer...
-    wait_until(lambda: revision_of(store.get(task["id"])) >= first + 3, timeout=10, what="renewals")
+    ends: set[str] = set()
+
+    def lease_end() -> str:
+        lease = private_of(store.get(task["id"])).lease
+        assert lease is not None
+        return lease.until
+
+    def renewed_three_times() -> bool:
+        ends.add(lease_end())
+        return len(ends) >= 4
+
+    # Several renewals happen while the model holds its answer (the django
+    # store renews every lease of the process in one UPDATE, which moves
+    # nothing: the Task's revision stays the run's)...
+    wait_until(renewed_three_times, timeout=10, interval=0.05, what="renewals")
+    assert revision_of(store.get(task["id"])) == first
     # ...so recovery, running meanwhile, finds nothing stale.
     assert recover() == {"requeued": [], "resumed": [], "failed": []}
     fake_llm.release()
@@ -164,7 +178,7 @@ def test_cancel_stops_a_running_run_and_it_never_completes(
     canceled = cancel_task(task["id"], actor="ops")
     assert canceled["status"]["state"] == "canceled"
     # The run stops at once (its cancel token), before the model answers.
-    assert close_inprocess_backend(timeout=15)
+    assert close_runs(timeout=15)
     fake_llm.release()
     assert rpc.get(task["id"])["result"]["status"]["state"] == "canceled"
     assert finished == []
@@ -190,7 +204,7 @@ def test_cancel_a_waiting_task_and_a_finished_one(
     done = rpc.wait(rpc.send("done")["id"])
 
     assert cancel_task(waiting["id"])["status"]["state"] == "canceled"
-    assert close_inprocess_backend(timeout=15)
+    assert close_runs(timeout=15)
     assert len(fake_llm.requests_for("waits")) == 1, "a canceled wait never resumes"
     with pytest.raises(NotCancelable):
         cancel_task(done["id"])
@@ -210,7 +224,7 @@ def test_a_conversation_remembers_earlier_turns_across_a_restart(
     first = rpc.send("My name is Ada.", contextId="ctx-ada")
     assert first["contextId"] == "ctx-ada"
     rpc.wait(first["id"])
-    assert close_inprocess_backend(timeout=15)
+    assert close_runs(timeout=15)
     shutdown_runtime()  # a restart: nothing of the first run is in memory any more
 
     second = rpc.send("What is my name?", contextId="ctx-ada")
@@ -243,7 +257,7 @@ def test_a_stopping_worker_releases_its_runs_for_others(
     released = get_task_store().get(task["id"])
     assert released["status"]["state"] == "submitted"
     assert private_of(released).attempts == 0  # a release is not an interruption
-    assert close_inprocess_backend(timeout=15)  # the run itself stopped
+    assert close_runs(timeout=15)  # the run itself stopped
     fake_llm.release()
     assert rpc.get(task["id"])["result"]["status"]["state"] == "submitted"
     # Once REQUEUE_AFTER has passed on the row's own clock, recovery takes it.
@@ -265,7 +279,7 @@ def test_a_conversation_continues_in_another_process(
     fake_llm.push(Text("Noted: the project is Apollo."), Text("It is Apollo."))
     first = rpc.send("Our project is called Apollo.", contextId="ctx-apollo")
     rpc.wait(first["id"])
-    assert close_inprocess_backend(timeout=15)
+    assert close_runs(timeout=15)
 
     with serve(tmp_path, env=fake_env(fake_llm)) as server:
         server.wait_ready()

@@ -24,7 +24,7 @@ from tests.utils import (
     suspend,
 )
 from toolnexus_django.agent.runtime import shutdown_runtime
-from toolnexus_django.fulfilment.jobs import close_inprocess_backend
+from toolnexus_django.fulfilment.runs import close_runs
 from toolnexus_django.review import AnswerRefused, answer_task, expire_due
 from toolnexus_django.stores import DjangoTaskStore, FileTaskStore, get_task_store
 
@@ -192,7 +192,7 @@ def test_concurrent_answers_resume_once_threads(
         t.join(30)
     assert sorted(outcomes) == ["already-answered"] * (racers - 1) + ["won"]
     assert rpc.wait(task["id"])["status"]["state"] == "completed"
-    assert close_inprocess_backend(timeout=15)
+    assert close_runs(timeout=15)
     file_calls = [c for c in tools.CALLS if c[0] == "file_expense"]
     assert len(fake_llm.requests) == 2, "the run resumed more than once"
     assert len(decisions_of(task["id"])) == 1
@@ -237,7 +237,7 @@ def test_resume_after_a_restart(
 
     # "Restart": the runtime and the background pool go away; a fresh store
     # instance over the same directory / database takes the answer.
-    assert close_inprocess_backend(timeout=15)
+    assert close_runs(timeout=15)
     shutdown_runtime()
     fresh = FileTaskStore(tmp_path) if kind == "file" else DjangoTaskStore()
     request_id = private_of(fresh.get(task["id"])).pending["id"]
@@ -427,7 +427,7 @@ def test_awaiting_human_signal_and_email(
     awaiting_human.connect(receiver)
     try:
         task = suspend(rpc, fake_llm)
-        assert close_inprocess_backend(timeout=15)
+        assert close_runs(timeout=15)
     finally:
         awaiting_human.disconnect(receiver)
     assert [s["task_id"] for s in seen] == [task["id"]]

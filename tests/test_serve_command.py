@@ -80,7 +80,9 @@ def test_startup_names_the_card_and_the_model_and_ctrl_c_stops(tmp_path: Path) -
         out = server.output()
         assert f"Agent Card: {server.base}{CARD_PATH}" in out
         assert "Model: testproject.demo.offline_client - Deterministic offline demo model" in out
-        assert "1 worker x 8 threads" in out
+        # No flags: one worker per core, each with the default database threads.
+        cores = len(os.sched_getaffinity(0))
+        assert f"{cores} worker{'s' if cores > 1 else ''} x 16 database threads" in out
         server.signal(signal.SIGINT, group=True)  # what a terminal's Ctrl-C does
         assert server.wait(timeout=20) == 0
 

@@ -20,6 +20,7 @@ from tests.fakes import FakeLLM, Hang, Text, ToolCall
 from tests.sse import open_stream
 from tests.utils import REQUESTER_APPROVES
 from toolnexus_django.a2a import follow
+from toolnexus_django.lifecycle import wakeups
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -232,17 +233,21 @@ def test_a_stream_ends_at_its_max_duration_and_keeps_alive_meanwhile(
 
 
 def test_a_client_that_goes_away_costs_nothing_more(
-    agent_url: str, configure: Any, fake_llm: FakeLLM
+    agent_url: str, configure: Any, fake_llm: FakeLLM, request: pytest.FixtureRequest
 ) -> None:
     configure(fake_llm, STREAM_HEARTBEAT=0.1)
     fake_llm.push(Hang(then=Text("nobody listens")))
+    threaded = "wsgi" in request.node.callspec.id  # a stream holds a thread (and a slot)
     with open_stream(agent_url, "message/stream", {"message": v03_message("bye")}) as stream:
         first = results([stream.next()])[0]
         fake_llm.wait_held(1)
-        assert follow.held.count == 1
-    # The client hung up mid-stream. The server notices at its next write
-    # (a keep-alive) and stops following: the slot is free again.
-    wait_until(lambda: follow.held.count == 0, timeout=10, what="the stream to stop")
+        assert wakeups.hub().watching == 1
+        assert follow.held.count == (1 if threaded else 0)
+    # The client hung up mid-stream. The server notices (WSGI: at its next
+    # write, a keep-alive; ASGI: at once) and stops following: the stream
+    # watches nothing any more and its slot is free again.
+    wait_until(lambda: wakeups.hub().watching == 0, timeout=10, what="the stream to stop")
+    assert follow.held.count == 0
     # The server is fine: the next requests are served, the run goes on.
     rpc = RpcClient(agent_url)
     assert rpc.get(first["id"], method="tasks/get")["result"]["status"]["state"] == "working"

@@ -16,6 +16,7 @@ toolnexus_django.E009    a number setting (threads, attempts, seconds) is out of
 toolnexus_django.E010    REVIEW_NOTIFY_EMAILS / REVIEW_BASE_URL malformed
 toolnexus_django.W001    CLIENT has no base_url or model: runs will fail
 toolnexus_django.W002    the endpoint admits anonymous callers, DEBUG off
+toolnexus_django.W003    a retired key is set (it has no effect)
 =======================  =====================================================
 """
 
@@ -30,7 +31,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.utils.module_loading import import_string
 
-from .conf import DEFAULTS, SETTING_NAME, merge
+from .conf import DEFAULTS, RETIRED, SETTING_NAME, merge
 
 CLIENT_STYLES = ("openai", "anthropic")
 
@@ -62,7 +63,15 @@ def check_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> l
         return [Error(f"{SETTING_NAME} must be a dict, not {type(raw).__name__}", id=_id("E001"))]
     errors: list[CheckMessage] = []
     for key in raw:
-        if key not in DEFAULTS:
+        if key in RETIRED:
+            errors.append(
+                Warning(
+                    f"{SETTING_NAME}[{key!r}] has no effect: {RETIRED[key]}",
+                    hint=f"Remove {key!r} from {SETTING_NAME}.",
+                    id=_id("W003"),
+                )
+            )
+        elif key not in DEFAULTS:
             errors.append(
                 Error(
                     f"{SETTING_NAME} has an unknown key {key!r}",
@@ -240,12 +249,13 @@ def _check_skills_dir(value: Any) -> list[CheckMessage]:
 
 #: Settings that must be whole numbers >= 1 (None allowed where marked).
 _WHOLE = {
-    "WORKER_THREADS": False,
     "MAX_ATTEMPTS": False,
     "MAX_HELD_REQUESTS": True,
     "MAX_OUTPUT_CHARS": False,
     "MAX_HISTORY_MESSAGES": False,
     "MAX_MEMORY_MESSAGES": False,
+    "DATABASE_THREADS": False,
+    "MAX_RUNS": False,
 }
 #: Settings that must be numbers of seconds > 0 (None allowed where marked).
 _SECONDS = {
@@ -256,6 +266,7 @@ _SECONDS = {
     "STREAM_MAX_SECONDS": False,
     "STREAM_HEARTBEAT": False,
     "EVENT_POLL_INTERVAL": False,
+    "READ_TIMEOUT": False,
 }
 
 

@@ -24,6 +24,12 @@ SETTING_NAME = "TOOLNEXUS"
 
 #: Every recognised key and its default. Keys not listed here are reported by
 #: check ``toolnexus_django.E001``.
+#: Keys that once meant something and no longer do -> what to use instead
+#: (the system checks warn, toolnexus_django.W003; they are otherwise ignored).
+RETIRED: dict[str, str] = {
+    "WORKER_THREADS": "runs hold no thread any more; MAX_RUNS bounds the runs in flight",
+}
+
 DEFAULTS: dict[str, Any] = {
     # Where Tasks live: "memory" | "file:<dir>" | "django" | "django:<db alias>"
     # | a TaskStore instance | a dotted path to a TaskStore class or instance.
@@ -67,8 +73,6 @@ DEFAULTS: dict[str, Any] = {
     # in-process backend (no broker, no extra process); otherwise an alias of
     # settings.TASKS (e.g. a django-tasks-db DatabaseBackend with db_worker).
     "TASK_BACKEND": None,
-    # Worker threads of the in-process backend (concurrent runs per process).
-    "WORKER_THREADS": 8,
     # Upper bound, in seconds, on one run inside a worker (None = no bound
     # beyond the client's own timeout_ms).
     "RUN_TIMEOUT": None,
@@ -107,6 +111,18 @@ DEFAULTS: dict[str, Any] = {
     # the Tasks its blocking sends and streams wait on (one query per
     # process, however many wait; moves in the same process wake them at once).
     "EVENT_POLL_INTERVAL": 0.2,
+    # Threads (and so database connections, kept open) of a process for the
+    # short database work of its coroutines: the ASGI endpoint's reads and
+    # writes, the runs' claims and outcomes. The process's connection budget.
+    # Runs (first runs and resumes) in flight at once per process. A run
+    # waiting on its model holds no thread and no database connection; a run
+    # past the bound waits its turn as submitted (never refused).
+    "MAX_RUNS": 256,
+    "DATABASE_THREADS": 16,
+    # Seconds a client has to send a request's headers (the server's
+    # timeout, toolnexus_serve), and again its body (the ASGI endpoint): a
+    # slow or idle client is disconnected, never waited on for ever.
+    "READ_TIMEOUT": 30.0,
     # Who may answer a pending Request, by its kind ("*" = any other kind):
     # "reviewer" (the admin, or code acting for a user with the answer_task
     # permission), "requester" (the Task's owner, by an A2A message carrying

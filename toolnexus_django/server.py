@@ -1,22 +1,28 @@
-"""The server behind ``manage.py toolnexus_serve``: gunicorn with threaded workers.
+"""The server behind ``manage.py toolnexus_serve``: gunicorn's master, forking
+worker processes that each serve the ASGI application with uvicorn
+(httptools, uvloop) — chosen by measurement (benchmarks/RESULTS.md).
 
-gunicorn's ``gthread`` workers were chosen by measurement (benchmarks/RESULTS.md).
-This module holds the wiring that makes them safe for this app:
+In a worker a waiting request (an open stream, a blocking send) is a
+coroutine, not a thread: it costs memory, no thread and no database
+connection. This module holds the wiring that makes the workers safe for
+this app:
 
 * Nothing of toolnexus starts in the master. Each worker builds its own agent
-  runtime and in-process Tasks backend lazily, on its first SendMessage
-  (both are pid-aware), and database connections are closed before every fork
-  so no worker shares a socket with its parent.
+  runtime lazily, on its first run (it is pid-aware), and database
+  connections are closed before every fork so no worker shares a socket with
+  its parent.
+* A client gets ``READ_TIMEOUT`` seconds to send a request's headers
+  (:class:`HeaderTimeoutProtocol`) and again its body (the endpoint): slow
+  and idle clients are disconnected, never waited on for ever.
 * Each worker runs the housekeeping sweep (expired Requests, recovery of
   Tasks whose worker died), starting at boot, so a restarted server picks up
   what its previous life left behind.
-* Ctrl-C and SIGTERM both stop gracefully: workers stop accepting, end
-  blocking waits and streams, finish in-flight requests, then give running
-  Tasks what is left of ``grace`` seconds. A second Ctrl-C stops at once.
-  A run still going when the grace ends is stopped and its Task released
-  (back to ``submitted``, the attempt not counted) for a sweep to enqueue
-  again; the pools are daemon threads, so exit never hangs on a slow model
-  call.
+* Ctrl-C and SIGTERM both stop gracefully: workers end blocking waits and
+  streams at once (clients resubscribe), stop accepting, finish in-flight
+  requests, then give running Tasks what is left of ``grace`` seconds. A
+  second Ctrl-C stops at once. A run still going when the grace ends is
+  stopped and its Task released (back to ``submitted``, the attempt not
+  counted) for a sweep to enqueue again.
 """
 
 from __future__ import annotations
@@ -25,15 +31,11 @@ import inspect
 import ipaddress
 import logging
 import math
-import os
 import re
-import signal
 import socket
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -42,18 +44,14 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.module_loading import import_string
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
-from gunicorn.workers.gthread import ThreadWorker
 
 from .conf import toolnexus_settings
+from .worker import DEFAULT_GRACE, AgentWorker
 
 logger = logging.getLogger("toolnexus_django.server")
 
 DEFAULT_ADDR = "127.0.0.1"
 DEFAULT_PORT = 8000
-#: HTTP threads per worker process (benchmarks/RESULTS.md).
-DEFAULT_THREADS = 8
-#: Seconds a stopping worker gives running Tasks.
-DEFAULT_GRACE = 10.0
 #: How long the master waits for a worker beyond ``grace`` before SIGKILL:
 #: stopping the runtime (toolkit/MCP close is bounded at 5 s) plus exit.
 _STOP_MARGIN = 7.0
@@ -162,7 +160,7 @@ def describe_fulfilment() -> str:
     if alias is not None:
         return f"Django Tasks backend {alias!r} (runs in that backend's workers)"
     return (
-        f"in-process, {toolnexus_settings.WORKER_THREADS} threads per worker "
+        f"in-process, up to {toolnexus_settings.MAX_RUNS} runs at once per worker "
         "(starts on the first message)"
     )
 
@@ -177,110 +175,6 @@ def describe_sweep() -> str:
 # -- gunicorn ------------------------------------------------------------------
 
 
-def start_housekeeping() -> Any:
-    """This worker's sweep thread (its first sweep runs at once)."""
-    from .fulfilment.sweep import Housekeeper
-
-    return Housekeeper().start()
-
-
-def waiting_stopper() -> Callable[[], None]:
-    """What ends this process's blocking sends and SSE streams at their next
-    poll, so open streams do not hold the HTTP drain for the whole grace.
-    (Imported up front: it is called from a signal handler.)"""
-    from .a2a.follow import stop_waiting
-
-    return stop_waiting
-
-
-def stop_background_work(timeout: float) -> bool:
-    """Let this process's running Tasks finish (at most ``timeout`` seconds),
-    then stop its agent runtime. Returns whether every run finished."""
-    from .agent.runtime import shutdown_runtime
-    from .fulfilment.jobs import close_inprocess_backend
-    from .fulfilment.leases import release_runs
-
-    deadline = time.monotonic() + max(0.0, timeout)
-    finished = close_inprocess_backend(timeout=max(0.0, timeout))
-    if not finished:
-        # Hand them back now rather than leave them 'working' until their
-        # leases expire: another worker (or this server's next life) runs them.
-        released = release_runs()
-        logger.warning(
-            "worker %s: the grace period ended with runs still going; released %d "
-            "Task(s) to be run again: %s",
-            os.getpid(),
-            len(released),
-            ", ".join(released) or "-",
-        )
-    # The loop stops at once; what takes time is closing the toolkit (MCP).
-    shutdown_runtime(timeout=min(5.0, max(0.5, deadline - time.monotonic())))
-    connections.close_all()
-    return finished
-
-
-class ServeWorker(ThreadWorker):
-    """gunicorn's gthread worker, plus one grace period for HTTP and runs.
-
-    SIGTERM or a first SIGINT: stop accepting, drain requests, wait for running
-    Tasks -- all within ``grace`` seconds of the signal. A second SIGINT, or
-    SIGQUIT (the master's "quick" stop): leave now.
-    """
-
-    grace: float = DEFAULT_GRACE
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.stopping_since: float | None = None
-        self.quick = False
-        self.interrupts = 0
-        self.stop_waiting: Callable[[], None] = lambda: None
-
-    def init_signals(self) -> None:
-        super().init_signals()
-        signal.signal(signal.SIGINT, self.handle_int)
-
-    def _begin_stop(self) -> None:
-        if self.stopping_since is None:
-            self.stopping_since = time.monotonic()
-            self.stop_waiting()
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        self._begin_stop()
-        super().handle_exit(sig, frame)
-
-    def handle_int(self, sig: int, frame: FrameType | None) -> None:
-        # Ctrl-C reaches every process of the terminal's group: the first one is
-        # a graceful stop here too, the second the quick one.
-        self.interrupts += 1
-        if self.interrupts == 1:
-            self.handle_exit(sig, frame)
-        else:
-            self.handle_quit(sig, frame)
-
-    def handle_quit(self, sig: int, frame: FrameType | None) -> None:
-        self._begin_stop()
-        self.quick = True
-        super().handle_quit(sig, frame)  # exits the process (SystemExit)
-
-    def run(self) -> None:
-        self.stop_waiting = waiting_stopper()
-        housekeeper = start_housekeeping()
-        try:
-            super().run()
-        finally:
-            self._begin_stop()
-            assert self.stopping_since is not None
-            deadline = time.monotonic() if self.quick else self.stopping_since + self.grace
-
-            def left() -> float:
-                return max(0.0, deadline - time.monotonic())
-
-            # No new recoveries while stopping; a sweep mid-query may finish.
-            housekeeper.stop(timeout=min(1.0, left()))
-            stop_background_work(left())
-
-
 class ServeArbiter(Arbiter):
     def handle_int(self) -> None:
         # gunicorn treats Ctrl-C as a quick stop; here it is as graceful as
@@ -293,8 +187,9 @@ class ServeOptions:
     host: str = DEFAULT_ADDR
     port: int = DEFAULT_PORT
     workers: int = 1
-    threads: int = DEFAULT_THREADS
     grace: float = DEFAULT_GRACE
+    #: Seconds a client has to send a request's headers (READ_TIMEOUT).
+    header_timeout: float = 30.0
     access_log: bool = False
 
     @property
@@ -312,29 +207,32 @@ class ServeApplication(BaseApplication):
     def __init__(
         self,
         options: ServeOptions,
-        wsgi_app: Callable[..., Any],
+        asgi_app: Callable[..., Any],
         on_ready: Callable[[], None] = lambda: None,
         on_stopped: Callable[[], None] = lambda: None,
     ) -> None:
         self.options = options
-        self.wsgi_app = wsgi_app
+        self.asgi_app = asgi_app
         self.on_ready = on_ready
         self.on_stopped = on_stopped
         super().__init__()
 
     def load_config(self) -> None:
         opts = self.options
-        worker = type("ServeWorker", (ServeWorker,), {"grace": opts.grace})
+        worker = type(
+            "AgentWorker",
+            (AgentWorker,),
+            {"grace": opts.grace, "header_timeout": opts.header_timeout},
+        )
         config: dict[str, Any] = {
             "bind": [opts.bind],
             "worker_class": worker,
             "workers": opts.workers,
-            "threads": opts.threads,
             # The master's wait before SIGKILL; the worker budgets ``grace``
             # itself (see _post_fork), the margin covers its runtime stop.
             "graceful_timeout": math.ceil(opts.grace + _STOP_MARGIN),
-            # The WSGI app is built once in the master: a broken
-            # WSGI_APPLICATION fails before anything forks.
+            # The app is built once in the master: a broken
+            # application fails before anything forks.
             "preload_app": True,
             "proc_name": "toolnexus_serve",
             "accesslog": "-" if opts.access_log else None,
@@ -353,7 +251,7 @@ class ServeApplication(BaseApplication):
             self.cfg.set(key, value)
 
     def load(self) -> Callable[..., Any]:
-        return self.wsgi_app
+        return self.asgi_app
 
     def run(self) -> None:
         ServeArbiter(self).run()
@@ -375,11 +273,11 @@ def _post_fork(arbiter: Arbiter, worker: Any) -> None:
 
 def serve(
     options: ServeOptions,
-    wsgi_app: Callable[..., Any],
+    asgi_app: Callable[..., Any],
     on_ready: Callable[[], None] = lambda: None,
     on_stopped: Callable[[], None] = lambda: None,
 ) -> None:
     """Run gunicorn until it is stopped. Raises ``SystemExit`` -- in the master
     when it stops, and in every forked worker when that worker ends (so callers
     must not run clean-up code on the way out of a worker)."""
-    ServeApplication(options, wsgi_app, on_ready, on_stopped).run()
+    ServeApplication(options, asgi_app, on_ready, on_stopped).run()

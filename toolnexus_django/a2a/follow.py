@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -287,12 +287,13 @@ async def afollow(
     *,
     history_length: int | None = None,
     after: Position | None = None,
-) -> AsyncIterator[Message | None]:
+) -> AsyncGenerator[Message | None, None]:
     """:func:`follow` for a coroutine: it waits holding no thread; the
     store is read with ``run_sync`` (on a thread pool) only when the Task
     moved, or once per keep-alive."""
     follower = Follower(first, dialect, history_length=history_length, after=after)
-    with wakeups.watch(store, follower.task_id) as watch:
+    # Watching may query (where the event log stands): not on the loop.
+    with await run_sync(wakeups.watch, store, follower.task_id) as watch:
         for message in follower.opening():
             yield message
         while not follower.done and not _stopping.is_set():
@@ -316,7 +317,7 @@ async def await_settled(
     """:func:`wait_settled` for a coroutine (it holds no thread while it waits)."""
     limit = float(toolnexus_settings.BLOCKING_TIMEOUT if timeout is None else timeout)
     deadline = time.monotonic() + limit
-    with wakeups.watch(store, task["id"]) as watch:
+    with await run_sync(wakeups.watch, store, task["id"]) as watch:
         current = await run_sync(store.get, task["id"]) or task
         while state_of(current) not in SETTLED and not _stopping.is_set():
             remaining = deadline - time.monotonic()

@@ -9,7 +9,7 @@ one, canceling one) it asks of the :class:`Actions` the view hands it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -83,7 +83,7 @@ class EventStream:
             history_length=self.history_length, after=self.after,
         )  # fmt: skip
 
-    def aevents(self, run_sync: Callable[..., Any]) -> AsyncIterator[follow.Message | None]:
+    def aevents(self, run_sync: Callable[..., Any]) -> AsyncGenerator[follow.Message | None, None]:
         return follow.afollow(
             self.store, self.first, self.dialect, run_sync,
             history_length=self.history_length, after=self.after,

@@ -42,10 +42,16 @@ CLIENT_STYLES = ("openai", "anthropic")
 
 #: How long start-up (building the toolkit: MCP servers, skills) may take.
 START_TIMEOUT = 60.0
-#: Threads for toolnexus's blocking HTTP calls (``asyncio.to_thread``). Calls
-#: of runs that are over (timed out, canceled) do not count; the pool may hold
-#: up to ``threads.CEILING_FACTOR`` times this many threads for them.
+#: Threads for toolnexus's blocking HTTP calls (``asyncio.to_thread``), at
+#: least; the pool is sized to MAX_RUNS when that is larger, so every run in
+#: flight can wait on its model at once. Calls of runs that are over (timed
+#: out, canceled) do not count; the pool may hold up to
+#: ``threads.CEILING_FACTOR`` times as many threads for them.
 IO_THREADS = 32
+
+
+def io_threads() -> int:
+    return max(IO_THREADS, int(toolnexus_settings.MAX_RUNS))
 
 
 def skills_dirs(toolkit_setting: Any = None) -> list[str]:
@@ -207,8 +213,11 @@ class AgentRuntime:
         self,
         toolkit_factory: Callable[[], Awaitable[toolnexus.Toolkit]] = build_toolkit,
         client_factory: Callable[[], toolnexus.Client] = build_client,
+        *,
+        io_threads: int | None = None,
     ) -> None:
         self._toolkit_factory = toolkit_factory
+        self._io_threads = io_threads
         self._client_factory = client_factory
         self.toolkit: toolnexus.Toolkit | None = None
         self.client: toolnexus.Client | None = None
@@ -233,7 +242,7 @@ class AgentRuntime:
         loop = asyncio.new_event_loop()
         # toolnexus runs its blocking HTTP calls with asyncio.to_thread; daemon
         # threads keep a hung model call from hanging interpreter exit.
-        self._io = DaemonThreadPool(IO_THREADS, name="toolnexus-io")
+        self._io = DaemonThreadPool(self._io_threads or io_threads(), name="toolnexus-io")
         loop.set_default_executor(self._io)
         asyncio.set_event_loop(loop)
         self.loop = loop
@@ -315,6 +324,48 @@ class AgentRuntime:
             raise  # the run's own error (toolnexus.RunTimeout is a TimeoutError)
         finally:
             budget.abandon()  # nobody waits for the run's work any more
+
+    async def acall(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """:meth:`call` for a coroutine already on the runtime's loop (a run
+        of the in-process core): the same budget and deadline, no thread held."""
+        budget = RunBudget(timeout)
+        task = asyncio.ensure_future(_within(budget, coro))
+        try:
+            done, _ = await asyncio.wait((task,), timeout=timeout)
+            if not done:  # still running at the deadline
+                task.cancel()
+                raise RunDeadlineExceeded(timeout)
+            try:
+                return task.result()
+            except Exception as exc:
+                left = budget.remaining()
+                if left is not None and left <= 0:
+                    # A model call the clamp cut short at the deadline: same outcome.
+                    raise RunDeadlineExceeded(timeout) from exc
+                raise
+        except asyncio.CancelledError:
+            task.cancel()  # the run itself was stopped (the runtime closing)
+            raise
+        finally:
+            budget.abandon()
+
+    async def arun(
+        self,
+        text: str,
+        *,
+        history: list[dict[str, Any]] | None = None,
+        timeout: float | None = None,
+        handle: RunHandle | None = None,
+    ) -> toolnexus.RunResult:
+        """:meth:`run` for a coroutine on the runtime's loop."""
+        client, toolkit = self.client, self.toolkit
+        assert client is not None
+
+        async def run() -> toolnexus.RunResult:
+            cancel = handle.token() if handle is not None else None
+            return await client.run(text, toolkit, history=history, cancel=cancel)
+
+        return await self.acall(run(), timeout)
 
     def run(
         self,

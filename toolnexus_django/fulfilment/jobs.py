@@ -1,10 +1,11 @@
 """The ``fulfil`` and ``resume`` Django Tasks, and enqueueing them.
 
 ``SendMessage`` saves a ``submitted`` Task and, once the transaction commits,
-enqueues :data:`fulfil` with the Task's id; an answer enqueues :data:`resume`.
-Whichever Django Tasks backend runs them — the app's in-process pool by
-default, or any backend named by ``TOOLNEXUS["TASK_BACKEND"]`` — calls the
-runner (:mod:`.runner`) in a worker.
+enqueues its run; an answer enqueues its resume. By default the run is a
+coroutine of this process (:mod:`.runs`, bounded by ``MAX_RUNS``); with
+``TOOLNEXUS["TASK_BACKEND"]`` it is the Django Task :data:`fulfil` (or
+:data:`resume`) on that backend, whose worker calls the same run
+(:mod:`.runner`) from its thread.
 """
 
 from __future__ import annotations
@@ -17,11 +18,7 @@ from django.db import transaction
 
 from ..compat import InvalidTaskBackendError, Task, task
 from ..conf import toolnexus_settings
-from ..registry import PerProcess
 from ..stores import DjangoTaskStore, TaskStore, get_task_store
-from .backend import InProcessBackend
-
-INPROCESS_ALIAS = "toolnexus"
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,32 +68,19 @@ def resume(task_id: str) -> str:
 # -- enqueueing ----------------------------------------------------------------------
 
 
-def _make_inprocess() -> InProcessBackend:
-    return InProcessBackend(
-        INPROCESS_ALIAS, {"OPTIONS": {"THREADS": toolnexus_settings.WORKER_THREADS}}
-    )
-
-
-#: The app's embedded backend of this process (closed when settings change).
-inprocess = PerProcess("in-process backend", _make_inprocess, close=lambda b: b.close(0))
-
-
-def inprocess_backend() -> InProcessBackend:
-    return inprocess.get()
-
-
-def close_inprocess_backend(timeout: float | None = 0) -> bool:
-    """Stop the embedded backend (waiting up to ``timeout`` for running jobs)."""
-    backend = inprocess.pop()
-    return backend.close(timeout) if backend is not None else True
-
-
-def _enqueue(job: Any, task_id: str) -> None:
+def _enqueue(job: Any, task_id: str, store: TaskStore) -> None:
     alias = toolnexus_settings.TASK_BACKEND
-    if alias is None:
-        inprocess_backend().enqueue(job, [task_id], {})
-    else:
+    if alias is not None:
         job.using(backend=alias).enqueue(task_id)
+        return
+    from . import runner
+    from .runs import runs
+
+    run = runner.fulfil if job is fulfil else runner.resume
+    try:
+        runs().start(run, task_id, store)
+    except Exception as exc:  # the agent runtime cannot start (a broken CLIENT, say)
+        runner.fail_unstarted(task_id, store, exc)
 
 
 def _on_commit(store: TaskStore | None, job: Any, task_id: str) -> None:
@@ -104,7 +88,7 @@ def _on_commit(store: TaskStore | None, job: Any, task_id: str) -> None:
     # there is none), so a worker never looks for a row that is not there yet.
     store = store or get_task_store()
     using = store.using if isinstance(store, DjangoTaskStore) else None
-    transaction.on_commit(lambda: _enqueue(job, task_id), using=using)
+    transaction.on_commit(lambda: _enqueue(job, task_id, store), using=using)
 
 
 def schedule_fulfilment(task_id: str, store: TaskStore | None = None) -> None:

@@ -3,9 +3,12 @@
 A worker that takes a Task gets its lease (who, until when) in the same
 compare-and-set that moves it to ``working`` (``lifecycle.claim``). While the
 run is alive this process's :class:`LeaseKeeper` renews the lease every third
-of its length (again by compare-and-set, so the run always holds the latest version
-of its Task). If the Task changed under it — canceled, or taken over by
-another worker after a stall — the renewal fails and the run is stopped.
+of its length: for the django store, every due lease of the process in one
+UPDATE per beat (``renew_leases``: no move, so the run's version of its Task
+stays current); for other stores by compare-and-set, one per run (the run
+then holds the new version). If the Task changed under it — canceled, or
+taken over by another worker after a stall — the renewal fails and the run
+is stopped.
 
 A worker that dies stops renewing; once its lease has expired the recovery
 sweep (:mod:`.recovery`) gives the Task to a live worker.
@@ -67,6 +70,7 @@ class RunningRun:
         self.handle = handle
         self.lock = threading.Lock()
         self.lost = False
+        self.done = False  # its last move is made
         self.due = time.monotonic() + lease_seconds() / 3
 
     @property
@@ -85,9 +89,24 @@ class RunningRun:
                 return True
             if moved is not None:
                 self.version = moved.task
-                self.due = time.monotonic() + lease_seconds() / 3
+                self.renewed()
                 return True
             self.lost = True
+        self._stop()
+        return False
+
+    def renewed(self) -> None:
+        self.due = time.monotonic() + lease_seconds() / 3
+
+    def lose(self) -> None:
+        """The Task is no longer this run's (a batched renewal missed it)."""
+        with self.lock:
+            if self.lost or self.done:
+                return  # (a renewal that raced the run's own last move)
+            self.lost = True
+        self._stop()
+
+    def _stop(self) -> None:
         current = self.store.get(self.task_id)
         logger.info(
             "Task %s changed under its run (now %s): stopping the run",
@@ -95,14 +114,16 @@ class RunningRun:
             state_of(current) or "gone",
         )
         self.handle.cancel()
-        return False
 
     def make(self, move: Callable[[TaskStore, Task], Any]) -> Any:
         """Make ``move`` from the run's latest version (None if it was lost)."""
         with self.lock:
             if self.lost:
                 return None
-            return move(self.store, self.version)
+            moved = move(self.store, self.version)
+            if moved is not None:
+                self.done = True
+            return moved
 
 
 class LeaseKeeper:
@@ -146,13 +167,37 @@ class LeaseKeeper:
                 continue
             close_old_connections()
             try:
-                for run in runs:
-                    try:
-                        run.renew()
-                    except Exception:  # one bad renewal must not stop the others
-                        logger.exception("Task %s: lease renewal failed", run.task_id)
+                renew_all(runs)
             finally:
                 close_old_connections()
+
+
+def renew_all(runs: list[RunningRun]) -> None:
+    """Renew the leases of ``runs``: one UPDATE per store that can batch
+    (``renew_leases``), else one compare-and-set per run."""
+    by_store: dict[int, list[RunningRun]] = {}
+    for run in runs:
+        by_store.setdefault(id(run.store), []).append(run)
+    for group in by_store.values():
+        batch = getattr(group[0].store, "renew_leases", None)
+        if batch is None:
+            for run in group:
+                try:
+                    run.renew()
+                except Exception:  # one bad renewal must not stop the others
+                    logger.exception("Task %s: lease renewal failed", run.task_id)
+            continue
+        until = timezone.now() + timedelta(seconds=lease_seconds())
+        try:
+            renewed = batch(worker_id(), [run.task_id for run in group], until)
+        except Exception:  # a database hiccup: try again next beat
+            logger.warning("lease renewal of %d run(s) failed", len(group), exc_info=True)
+            continue
+        for run in group:
+            if run.task_id in renewed:
+                run.renewed()
+            else:
+                run.lose()
 
 
 #: This process's lease keeper (a new one after a fork; kept across settings changes).

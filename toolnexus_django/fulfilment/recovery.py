@@ -8,7 +8,8 @@
 - ``working`` with an answer waiting and no worker for a lease's length (its
   resume was enqueued by a process that died first): requeued and enqueued.
 - ``submitted`` and not taken for ``REQUEUE_AFTER`` seconds (the process died
-  between the commit and the enqueue): enqueued again. A Task enqueued twice
+  between the commit and the enqueue): enqueued again — unless its run waits
+  for a slot in this process (``MAX_RUNS``). A Task enqueued twice
   still runs once: taking it is compare-and-set.
 - ``input-required`` / ``auth-required`` Tasks hold no lease and are left alone.
 """
@@ -28,6 +29,7 @@ from ..stores.base import state_of
 from .jobs import schedule_fulfilment, schedule_resume
 from .leases import keeper, lease_expired, lease_seconds
 from .runner import announce
+from .runs import runs
 
 logger = logging.getLogger("toolnexus_django.fulfilment")
 
@@ -46,8 +48,8 @@ def recover(store: TaskStore | None = None, now: datetime | None = None) -> dict
     )
     for task_id in stale:
         task = store.get(task_id)
-        if task is None or keeper().get(task_id) is not None:
-            continue  # gone, or running right here
+        if task is None or keeper().get(task_id) is not None or runs().holds(task_id):
+            continue  # gone, or running (or waiting its turn) right here
         phase = lifecycle.phase_of(task)
         if phase == states.QUEUED:
             schedule_fulfilment(task_id, store)

@@ -1,17 +1,24 @@
-"""One run of a Task, in a worker: take it, run the model, record the outcome.
+"""One run of a Task: take it, run the model, record the outcome.
 
-The store is read and written here (never on the runtime's event loop); only
-the model run itself is handed to the process's agent runtime. While the run
-lasts its lease is kept alive (:mod:`.leases`); its outcome is moved from the
-run's latest version of the Task, so a change made meanwhile — a cancel —
-stands and the outcome is dropped.
+A run is a coroutine on the process's agent runtime loop. Its database work
+(reading and taking the Task, writing the outcome, the conversation) is
+short, and goes through ``db`` — the database threads for in-process runs
+(:mod:`.runs`), the calling thread for a Django Tasks worker
+(:func:`run_fulfilment`, :func:`run_resume`) — so while the model thinks the
+run holds no thread and no database connection. While the run lasts its lease
+is kept alive (:mod:`.leases`); its outcome is moved from the run's latest
+version of the Task, so a change made meanwhile — a cancel — stands and the
+outcome is dropped.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
+import queue
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from django.db import InterfaceError, OperationalError, connections
@@ -34,33 +41,36 @@ logger = logging.getLogger("toolnexus_django.fulfilment")
 #: recovery (its lease expires and it runs again).
 OUTAGE_PATIENCE = 60.0
 
-Work = Callable[[RunHandle], tuple[Any, str]]
+#: Where a run does its database work: ``await db(fn, *args)``.
+Db = Callable[..., Awaitable[Any]]
+Work = Callable[[RunHandle], Awaitable[tuple[Any, str]]]
 
 
-def run_fulfilment(task_id: str, store: TaskStore | None = None) -> str:
+async def fulfil(task_id: str, store: TaskStore, db: Db) -> str:
     """Run the submitted Task ``task_id``; returns the state it ended in. Never
     raises for a run that fails: the failure is recorded on the Task."""
-    store = store or get_task_store()
-    task = store.get(task_id)
+    task = await db(store.get, task_id)
     if task is None:
         logger.warning("Task %s vanished before it could run", task_id)
         return "missing"
     if lifecycle.phase_of(task) != states.QUEUED:
         logger.info("Task %s is %s, not submitted: nothing to run", task_id, state_of(task))
         return state_of(task)
-    moved = lifecycle.claim(store, task, worker=worker_id())
+    moved = await db(lifecycle.claim, store, task, worker=worker_id())
     if moved is None:
         logger.info("Task %s was taken by another worker", task_id)
-        return state_of(store.get(task_id))
+        return state_of(await db(store.get, task_id))
     claimed = moved.task
     private = lifecycle.read(claimed)
 
-    def work(handle: RunHandle) -> tuple[Any, str]:
+    async def work(handle: RunHandle) -> tuple[Any, str]:
         runtime = get_runtime()
-        history = conversations.load(
-            get_conversation_store(), private.owner, claimed.get("contextId")
+        history = await db(
+            lambda: conversations.load(
+                get_conversation_store(), private.owner, claimed.get("contextId")
+            )
         )
-        result = runtime.run(
+        result = await runtime.arun(
             private.input_text,
             history=history,
             timeout=toolnexus_settings.RUN_TIMEOUT,
@@ -68,32 +78,31 @@ def run_fulfilment(task_id: str, store: TaskStore | None = None) -> str:
         )
         return result, getattr(runtime.client, "style", "openai")
 
-    return _run(store, claimed, work)
+    return await _run(store, claimed, work, db)
 
 
-def run_resume(task_id: str, store: TaskStore | None = None) -> str:
+async def resume(task_id: str, store: TaskStore, db: Db) -> str:
     """Resume the answered Task ``task_id`` from where its run stopped
     (:mod:`..agent.replay`); returns the state it ended in."""
     from toolnexus import Answer, Request
 
     from ..agent.replay import continue_run
 
-    store = store or get_task_store()
-    task = store.get(task_id)
+    task = await db(store.get, task_id)
     if task is None or lifecycle.phase_of(task) != states.ANSWERED:
         logger.info("Task %s has no answer waiting to be resumed", task_id)
         return state_of(task) if task else "missing"
-    moved = lifecycle.start_resume(store, task, worker=worker_id())
+    moved = await db(lifecycle.start_resume, store, task, worker=worker_id())
     if moved is None:
         logger.info("Task %s is being resumed by another worker", task_id)
-        return state_of(store.get(task_id))
+        return state_of(await db(store.get, task_id))
     private = lifecycle.read(moved.task)
 
-    def work(handle: RunHandle) -> tuple[Any, str]:
+    async def work(handle: RunHandle) -> tuple[Any, str]:
         style = private.style or "openai"
         runtime = get_runtime()
         assert runtime.client is not None and runtime.toolkit is not None
-        result = runtime.call(
+        result = await runtime.acall(
             continue_run(
                 runtime.client,
                 runtime.toolkit,
@@ -107,10 +116,10 @@ def run_resume(task_id: str, store: TaskStore | None = None) -> str:
         )
         return result, style
 
-    return _run(store, moved.task, work)
+    return await _run(store, moved.task, work, db)
 
 
-def _run(store: TaskStore, claimed: Task, work: Work) -> str:
+async def _run(store: TaskStore, claimed: Task, work: Work, db: Db) -> str:
     """Run ``work`` for a claimed Task with its lease kept alive, then record
     the outcome; a completed run's transcript becomes the conversation's."""
     handle = RunHandle()
@@ -120,26 +129,102 @@ def _run(store: TaskStore, claimed: Task, work: Work) -> str:
     style = "openai"
     failure: str | None = None
     try:
-        result, style = work(handle)
-    except Exception as exc:
-        logger.info("Task %s: run failed: %s", claimed["id"], exc, exc_info=True)
-        failure = describe_failure(exc)
-    try:
+        try:
+            result, style = await work(handle)
+        except Exception as exc:
+            logger.info("Task %s: run failed: %s", claimed["id"], exc, exc_info=True)
+            failure = describe_failure(exc)
         # Still registered while the outcome is written (which may wait out a
         # database outage): its lease keeps being renewed and this process's
         # own sweep never takes the Task for a dead worker's.
-        state = record_outcome(run, result, style, failure)
+        state = await record_outcome(run, result, style, failure, db)
     finally:
         keeper().remove(run)
     if state == states.COMPLETED and result is not None and claimed.get("contextId"):
         try:
             owner = lifecycle.owner_of(claimed)
-            conversations.remember(
-                get_conversation_store(), owner, claimed.get("contextId"), result.messages
+            await db(
+                lambda: conversations.remember(
+                    get_conversation_store(), owner, claimed.get("contextId"), result.messages
+                )
             )
         except Exception:  # memory is a convenience: never fail a finished Task over it
             logger.exception("Task %s: saving the conversation failed", claimed["id"])
     return state
+
+
+# -- from a Django Tasks worker --------------------------------------------------------------
+
+
+class CallerThread:
+    """A run's database work, done on the thread that waits for the run: a
+    Django Tasks worker's own thread (and connection, and transaction — the
+    immediate backend runs inside the request's)."""
+
+    def __init__(self) -> None:
+        self._work: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    async def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._work.put((future, fn, args, kwargs))
+        return await asyncio.wrap_future(future)
+
+    def serve(self, outer: concurrent.futures.Future[Any]) -> Any:
+        """Do the work handed over until ``outer`` (the run) is done; its result."""
+        outer.add_done_callback(lambda _: self._work.put(None))
+        while (item := self._work.get()) is not None:
+            future, fn, args, kwargs = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args, **kwargs))
+                except BaseException as exc:  # handed to the run that asked
+                    future.set_exception(exc)
+            del item, future
+        return outer.result()
+
+
+def _from_this_thread(
+    run: Callable[[str, TaskStore, Db], Coroutine[Any, Any, str]],
+    task_id: str,
+    store: TaskStore | None,
+) -> str:
+    db = CallerThread()
+    return db.serve(get_runtime().submit(run(task_id, store or get_task_store(), db)))
+
+
+def run_fulfilment(task_id: str, store: TaskStore | None = None) -> str:
+    """:func:`fulfil` from a thread (a Django Tasks worker's), which waits
+    for the run and does its database work."""
+    return _from_this_thread(fulfil, task_id, store)
+
+
+def run_resume(task_id: str, store: TaskStore | None = None) -> str:
+    """:func:`resume` from a thread (a Django Tasks worker's)."""
+    return _from_this_thread(resume, task_id, store)
+
+
+def fail_unstarted(task_id: str, store: TaskStore, exc: BaseException) -> str:
+    """The run of ``task_id`` cannot even start (the agent runtime failed to
+    start: a broken CLIENT or TOOLKIT): take the Task and fail it with the
+    reason, so it is never left waiting for a run that will not come."""
+    task = store.get(task_id)
+    if task is None:
+        return "missing"
+    phase = lifecycle.phase_of(task)
+    if phase == states.QUEUED:
+        moved = lifecycle.claim(store, task, worker=worker_id())
+    elif phase == states.ANSWERED:
+        moved = lifecycle.start_resume(store, task, worker=worker_id())
+    else:
+        return state_of(task)
+    if moved is None:
+        return state_of(store.get(task_id))
+    logger.error("Task %s: cannot run: %s", task_id, exc)
+    failed = lifecycle.fail(store, moved.task, describe_failure(exc))
+    if failed is None:
+        return state_of(store.get(task_id))
+    announce(failed.task, None)
+    return state_of(failed.task)
 
 
 def outcome_move(result: Any, style: str, failure: str | None) -> Callable[..., Any]:
@@ -159,13 +244,15 @@ def outcome_move(result: Any, style: str, failure: str | None) -> Callable[..., 
     )
 
 
-def record_outcome(run: RunningRun, result: Any, style: str, failure: str | None) -> str:
+async def record_outcome(
+    run: RunningRun, result: Any, style: str, failure: str | None, db: Db
+) -> str:
     """Move the run's Task to its outcome (if the Task changed meanwhile —
     canceled, say — that change stands) and announce it."""
     task_id = run.task_id
     move = outcome_move(result, style, failure)
     try:
-        moved = _riding_out_outages(run, move)
+        moved = await _riding_out_outages(run, move, db)
     except (OperationalError, InterfaceError):
         # The database stayed away past OUTAGE_PATIENCE: the Task stays
         # working and, once its lease lapses, recovery runs it again.
@@ -176,28 +263,34 @@ def record_outcome(run: RunningRun, result: Any, style: str, failure: str | None
         # instead, so the Task is never left working.
         logger.exception("Task %s: saving its outcome failed", task_id)
         reason = f"The outcome could not be saved: {exc}"
-        moved = _riding_out_outages(run, lambda store, task: lifecycle.fail(store, task, reason))
+        moved = await _riding_out_outages(
+            run, lambda store, task: lifecycle.fail(store, task, reason), db
+        )
     if moved is None:
-        current = state_of(run.store.get(task_id))
+        current = state_of(await db(run.store.get, task_id))
         logger.info("Task %s changed while it ran (now %s): outcome dropped", task_id, current)
         return current
-    announce(moved.task, result)
+    await db(announce, moved.task, result)
     return state_of(moved.task)
 
 
-def _riding_out_outages(run: RunningRun, move: Callable[..., Any]) -> Any:
+def _close_connections() -> None:
+    for conn in connections.all(initialized_only=True):
+        conn.close()  # the next query opens a fresh connection
+
+
+async def _riding_out_outages(run: RunningRun, move: Callable[..., Any], db: Db) -> Any:
     deadline = time.monotonic() + OUTAGE_PATIENCE
     pause = 0.2
     while True:
         try:
-            return run.make(move)
+            return await db(run.make, move)
         except (OperationalError, InterfaceError):
             if time.monotonic() + pause > deadline:
                 raise
             logger.warning("Task %s: database unreachable; retrying in %.1fs", run.task_id, pause)
-            for conn in connections.all(initialized_only=True):
-                conn.close()  # the next query opens a fresh connection
-            time.sleep(pause)
+            await db(_close_connections)
+            await asyncio.sleep(pause)
             # Never wait longer than a renewal period: when the database is
             # back, this write must beat other workers' recovery.
             pause = min(pause * 2, max(0.2, lease_seconds() / 3))

@@ -1,8 +1,9 @@
 """``manage.py toolnexus_serve [addr:port]`` -- serve the project for real.
 
-gunicorn (threaded workers, chosen by measurement: benchmarks/RESULTS.md)
-serves the project's WSGI application; each worker process runs the agent's
-Tasks in-process. See :mod:`toolnexus_django.server` for the wiring.
+gunicorn's master forks worker processes (one per core by default), each
+serving the project's ASGI application with uvicorn (chosen by measurement:
+benchmarks/RESULTS.md) and running the agent's Tasks in-process. See
+:mod:`toolnexus_django.server` for the wiring.
 """
 
 from __future__ import annotations
@@ -12,15 +13,17 @@ import os
 from typing import Any
 
 import gunicorn
+import uvicorn
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.core.servers.basehttp import get_internal_wsgi_application
 from django.db import DatabaseError, connections
+from django.utils.module_loading import import_string
 
+from ... import dbthreads
 from ...conf import toolnexus_settings
 from ...server import (
     DEFAULT_GRACE,
-    DEFAULT_THREADS,
     ServeOptions,
     agent_card_url,
     check_bindable,
@@ -42,6 +45,30 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def default_workers() -> int:
+    """One worker process per core this process may run on (measured best:
+    benchmarks/RESULTS.md)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def asgi_application() -> Any:
+    """``settings.ASGI_APPLICATION`` (a dotted path) when the project names
+    one, else the project with the agent's endpoint served lean
+    (:func:`toolnexus_django.asgi.get_asgi_application`)."""
+    path = getattr(settings, "ASGI_APPLICATION", None)
+    if path:
+        try:
+            return import_string(path)
+        except ImportError as e:
+            raise ImproperlyConfigured(f"ASGI_APPLICATION {path!r} cannot be imported: {e}") from e
+    from ...asgi import get_asgi_application
+
+    return get_asgi_application()
+
+
 def _seconds(value: str) -> float:
     try:
         number = float(value)
@@ -54,8 +81,8 @@ def _seconds(value: str) -> float:
 
 class Command(BaseCommand):
     help = (
-        "Serve the project with gunicorn (threaded workers) and run the agent's Tasks "
-        "in each worker process. Stops gracefully on Ctrl-C or SIGTERM."
+        "Serve the project (ASGI: uvicorn workers under gunicorn's master) and run the "
+        "agent's Tasks in each worker process. Stops gracefully on Ctrl-C or SIGTERM."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -65,14 +92,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--workers",
             type=_positive_int,
-            default=1,
-            help="server processes, each with its own agent runtime (default 1)",
+            default=None,
+            help="server processes, each with its own agent runtime "
+            f"(default: one per core, here {default_workers()})",
         )
         parser.add_argument(
             "--threads",
             type=_positive_int,
-            default=DEFAULT_THREADS,
-            help=f"HTTP request threads per process (default {DEFAULT_THREADS})",
+            default=None,
+            help="database threads per process, so its most database connections "
+            "(default TOOLNEXUS['DATABASE_THREADS'])",
         )
         parser.add_argument(
             "--grace",
@@ -88,20 +117,23 @@ class Command(BaseCommand):
             host, port = parse_addrport(options["addrport"])
         except ValueError as e:
             raise CommandError(str(e)) from None
+        if options["threads"] is not None:
+            # Read by each worker's database pool, which it builds after the fork.
+            dbthreads.threads_override = options["threads"]
         opts = ServeOptions(
             host=host,
             port=port,
-            workers=options["workers"],
-            threads=options["threads"],
+            workers=options["workers"] or default_workers(),
             grace=options["grace"],
             access_log=options["access_log"],
+            header_timeout=float(toolnexus_settings.READ_TIMEOUT),
         )
         try:
             check_bindable(host, port)
         except OSError as e:
             raise CommandError(str(e)) from None
         try:
-            wsgi_app = get_internal_wsgi_application()
+            app = asgi_application()
         except ImproperlyConfigured as e:
             raise CommandError(str(e)) from None
         try:
@@ -113,7 +145,7 @@ class Command(BaseCommand):
 
         master = os.getpid()
         try:
-            serve(opts, wsgi_app, on_ready=lambda: self.banner(opts), on_stopped=self.stopped)
+            serve(opts, app, on_ready=lambda: self.banner(opts), on_stopped=self.stopped)
         except SystemExit as exc:
             if os.getpid() != master:
                 raise  # a worker leaving: nothing of the master's to do here
@@ -128,16 +160,10 @@ class Command(BaseCommand):
         """Runs in the master once the socket is bound, before any worker forks."""
         workers = f"{opts.workers} worker{'s' if opts.workers > 1 else ''}"
         self.stdout.write(
-            f"toolnexus_serve: gunicorn {gunicorn.__version__}, {workers} x {opts.threads} "
-            f"threads, at {opts.base_url}/"
+            f"toolnexus_serve: uvicorn {uvicorn.__version__} under gunicorn "
+            f"{gunicorn.__version__}, {workers} x {dbthreads.threads()} database threads, "
+            f"at {opts.base_url}/"
         )
-        held = toolnexus_settings.MAX_HELD_REQUESTS
-        if held is None or held >= opts.threads:
-            # Streams and blocking sends each hold a thread: leave some for the rest.
-            self.stderr.write(
-                f"Warning: MAX_HELD_REQUESTS={held} lets waiting requests (streams, blocking "
-                f"sends) take all {opts.threads} threads; use --threads above it."
-            )
         card = agent_card_url(opts.base_url)
         if card:
             self.stdout.write(f"Agent Card: {card}")

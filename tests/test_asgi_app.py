@@ -1,0 +1,160 @@
+"""The ASGI application, called as a server calls it (scope, receive, send):
+what it routes where, and what it refuses before any Task is touched."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from toolnexus_django.asgi import AgentApplication
+
+RPC_PATH = "/agent/"
+CARD_PATH = "/agent/.well-known/agent-card.json"
+
+
+class Django:
+    """Stands in for Django's own ASGI handler: records what reaches it."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        self.paths.append(scope["path"])
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def scope(path: str, method: str = "POST", **headers: str) -> dict[str, Any]:
+    raw = [(b"host", b"testserver")]
+    raw += [(k.replace("_", "-").lower().encode(), v.encode()) for k, v in headers.items()]
+    if "host" in headers:
+        raw = raw[1:]
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": raw,
+        "server": ("testserver", 80),
+        "client": ("127.0.0.1", 5000),
+    }
+
+
+def call(
+    app: Any, scope: dict[str, Any], *chunks: bytes, stall: bool = False
+) -> tuple[int, dict[str, str], bytes]:
+    """Run one request through ``app``; ``stall``: the body never finishes."""
+    sent: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        for i, chunk in enumerate(chunks):
+            more = stall or i < len(chunks) - 1
+            queue.put_nowait({"type": "http.request", "body": chunk, "more_body": more})
+
+        async def receive() -> dict[str, Any]:
+            return await queue.get()
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await asyncio.wait_for(app(scope, receive, send), timeout=10)
+
+    asyncio.run(run())
+    start = sent[0]
+    headers = {k.decode(): v.decode() for k, v in start.get("headers", [])}
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    return start["status"], headers, body
+
+
+@pytest.fixture
+def app() -> tuple[AgentApplication, Django]:
+    django = Django()
+    return AgentApplication(django), django
+
+
+def test_everything_but_the_endpoint_and_the_card_goes_to_django(app: Any) -> None:
+    agent, django = app
+    assert call(agent, scope("/admin/", "GET"))[0] == 204
+    assert call(agent, scope("/agent/elsewhere", "GET"))[0] == 204
+    assert django.paths == ["/admin/", "/agent/elsewhere"]
+
+
+def test_a_host_not_in_allowed_hosts_is_refused(app: Any, settings: Any) -> None:
+    agent, django = app
+    settings.ALLOWED_HOSTS = ["agent.example"]
+    status, _, body = call(agent, scope(RPC_PATH, host="evil.example"), b"{}")
+    assert status == 400 and b"Host" in body
+    assert django.paths == []
+
+
+def test_other_methods_get_405(app: Any) -> None:
+    agent, _ = app
+    assert call(agent, scope(RPC_PATH, "GET"))[0] == 405
+    assert call(agent, scope(CARD_PATH, "POST"), b"")[0] == 405
+
+
+def test_a_body_over_the_limit_is_an_invalid_request_read_no_further(
+    app: Any, settings: Any
+) -> None:
+    agent, _ = app
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    status, headers, body = call(agent, scope(RPC_PATH), b"x" * 60, b"x" * 60, stall=True)
+    envelope = json.loads(body)
+    assert status == 200 and headers["content-type"] == "application/json"
+    assert envelope["error"]["code"] == -32600
+    assert envelope["error"]["data"] == {"limit": 100}
+
+
+def test_a_body_that_never_finishes_is_dropped_at_the_read_timeout(
+    app: Any, settings: Any
+) -> None:
+    agent, _ = app
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "READ_TIMEOUT": 0.2}
+    status, headers, _ = call(agent, scope(RPC_PATH), b'{"jsonrpc": "2.0", ', stall=True)
+    assert status == 408 and headers["connection"] == "close"
+
+
+def test_drf_refuses_an_anonymous_caller_as_drf_does(app: Any, settings: Any) -> None:
+    agent, _ = app
+    settings.TOOLNEXUS = {
+        **settings.TOOLNEXUS,
+        "AUTHENTICATION_CLASSES": ["rest_framework.authentication.BasicAuthentication"],
+        "PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    }
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}'
+    status, headers, reply = call(agent, scope(RPC_PATH), body)
+    assert status == 401
+    assert headers["www-authenticate"].startswith("Basic")
+    assert json.loads(reply) == {"detail": "Authentication credentials were not provided."}
+
+
+def test_lifespan_starts_the_sweep_and_stops_it(app: Any, monkeypatch: Any) -> None:
+    agent, _ = app
+    calls: list[str] = []
+    monkeypatch.setattr(agent, "startup", lambda: calls.append("startup"))
+    monkeypatch.setattr(agent, "shutdown", lambda: calls.append("shutdown"))
+    sent: list[str] = []
+
+    async def run() -> None:
+        messages = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+
+        async def receive() -> dict[str, Any]:
+            return next(messages)
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message["type"])
+
+        await agent({"type": "lifespan"}, receive, send)
+
+    asyncio.run(run())
+    assert calls == ["startup", "shutdown"]
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]

@@ -1,0 +1,154 @@
+"""The project as an ASGI application, with the agent's endpoint served lean.
+
+:func:`get_asgi_application` wraps Django's own ASGI application. Requests for
+the agent's JSON-RPC endpoint and its Agent Card (wherever the project
+mounted ``toolnexus_django.urls``) are answered here, by coroutines that hold
+no thread while they wait — a stream or a blocking send waits on its Task's
+wake-ups — and hand their short database work to the database threads
+(:mod:`.dbthreads`). Everything else (the admin, the project's own views)
+goes to Django, unchanged.
+
+What the lean endpoint does as Django would: the ``Host`` header is checked
+against ``ALLOWED_HOSTS``; the body is bounded by
+``DATA_UPLOAD_MAX_MEMORY_SIZE``; DRF's authentication, permission and
+throttle classes run as DRF runs them (their refusals are DRF's own 401/403/
+429). What it does not: Django middleware does not run for these two URLs
+(serve over WSGI, ``toolnexus_django.views``, where the endpoint needs it),
+so ``SessionAuthentication`` (which needs the session middleware) does not
+authenticate here.
+
+Lifespan: at start-up a process begins sweeping (``EXPIRY_SWEEP_INTERVAL``);
+at shutdown it ends its waits and streams, gives running Tasks
+``TOOLNEXUS_GRACE`` seconds (the environment; 10 by default), releases what
+is left, and stops its agent runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+
+logger = logging.getLogger("toolnexus_django.asgi")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[..., Awaitable[None]]
+
+
+def get_asgi_application() -> ASGIApp:
+    """The project's ASGI application with the agent's endpoint served lean
+    (use it as ``asgi.py``'s ``application``)."""
+    from django.core.asgi import get_asgi_application as django_asgi
+
+    return AgentApplication(django_asgi())
+
+
+class AgentApplication:
+    """Routes the agent's endpoint and card to coroutines, the rest to ``django``."""
+
+    def __init__(self, django: ASGIApp) -> None:
+        self.django = django
+        self._paths: tuple[str, str] | bool | None = False
+        self._housekeeper: Any = None
+
+    def paths(self) -> tuple[str, str] | None:
+        """(the JSON-RPC endpoint's path, the card's path), or None when the
+        project did not mount ``toolnexus_django.urls``."""
+        if self._paths is False:
+            from django.urls import NoReverseMatch, reverse
+
+            try:
+                self._paths = (
+                    reverse("toolnexus_django:rpc"),
+                    reverse("toolnexus_django:agent-card"),
+                )
+            except NoReverseMatch:
+                self._paths = None
+        return self._paths  # type: ignore[return-value]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.lifespan(receive, send)
+            return
+        if scope["type"] == "http":
+            paths = self.paths()
+            path = scope.get("path", "")
+            root = scope.get("root_path", "")
+            if root and path.startswith(root):
+                path = path[len(root) :]
+            if paths is not None and path in paths:
+                from .endpoint import serve_card, serve_rpc
+
+                if not _host_allowed(scope):
+                    await _plain(send, 400, b"Bad Request (invalid Host header)")
+                elif path == paths[0] and scope["method"] == "POST":
+                    await serve_rpc(scope, receive, send)
+                    return
+                elif path == paths[1] and scope["method"] in ("GET", "HEAD"):
+                    await serve_card(scope, receive, send, paths[0])
+                    return
+                else:
+                    await _plain(send, 405, b'{"detail":"Method not allowed."}', json=True)
+                return
+        await self.django(scope, receive, send)
+
+    # -- lifespan ------------------------------------------------------------------------
+
+    async def lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await asyncio.to_thread(self.startup)
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await asyncio.to_thread(self.shutdown)
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def startup(self) -> None:
+        from .fulfilment.sweep import Housekeeper
+
+        self._housekeeper = Housekeeper().start()
+
+    def shutdown(self) -> None:
+        from .a2a.follow import stop_waiting
+        from .worker import stop_background_work
+
+        deadline = time.monotonic() + float(os.environ.get("TOOLNEXUS_GRACE") or 10)
+        stop_waiting()
+        if self._housekeeper is not None:
+            self._housekeeper.stop(timeout=1)
+        stop_background_work(max(0.0, deadline - time.monotonic()))
+
+
+def _host_allowed(scope: Scope) -> bool:
+    for name, value in scope.get("headers") or ():
+        if name == b"host":
+            host = value.decode("latin-1")
+            break
+    else:
+        host = str((scope.get("server") or ("",))[0])
+    domain, _ = split_domain_port(host)
+    allowed = list(settings.ALLOWED_HOSTS)
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    return bool(domain) and validate_host(domain, allowed)
+
+
+async def _plain(send: Send, status: int, body: bytes, *, json: bool = False) -> None:
+    from .endpoint import JSON_HEADERS, respond
+
+    headers = JSON_HEADERS if json else [(b"content-type", b"text/plain; charset=utf-8")]
+    await respond(send, status, body, headers)
+
+
+__all__ = ["AgentApplication", "get_asgi_application"]

@@ -1,0 +1,201 @@
+"""A worker process of ``toolnexus_serve``: uvicorn (httptools, uvloop)
+serving the ASGI application, and this app's start and stop around it
+(:mod:`.server` has the master and the reasons)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from django.db import connections
+from gunicorn.workers.base import Worker
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+logger = logging.getLogger("toolnexus_django.server")
+
+#: Seconds a stopping worker gives running Tasks.
+DEFAULT_GRACE = 10.0
+
+
+def start_housekeeping() -> Any:
+    """This worker's sweep thread (its first sweep runs at once)."""
+    from .fulfilment.sweep import Housekeeper
+
+    return Housekeeper().start()
+
+
+def waiting_stopper() -> Callable[[], None]:
+    """What ends this process's blocking sends and SSE streams at their next
+    poll, so open streams do not hold the HTTP drain for the whole grace.
+    (Imported up front: it is called from a signal handler.)"""
+    from .a2a.follow import stop_waiting
+
+    return stop_waiting
+
+
+def stop_background_work(timeout: float) -> bool:
+    """Let this process's running Tasks finish (at most ``timeout`` seconds),
+    then stop its agent runtime. Returns whether every run finished."""
+    from . import dbthreads
+    from .agent.runtime import shutdown_runtime
+    from .fulfilment.leases import release_runs
+    from .fulfilment.runs import close_runs
+
+    deadline = time.monotonic() + max(0.0, timeout)
+    finished = close_runs(timeout=max(0.0, timeout))
+    if not finished:
+        # Hand them back now rather than leave them 'working' until their
+        # leases expire: another worker (or this server's next life) runs them.
+        released = release_runs()
+        logger.warning(
+            "worker %s: the grace period ended with runs still going; released %d "
+            "Task(s) to be run again: %s",
+            os.getpid(),
+            len(released),
+            ", ".join(released) or "-",
+        )
+    # The loop stops at once; what takes time is closing the toolkit (MCP).
+    shutdown_runtime(timeout=min(5.0, max(0.5, deadline - time.monotonic())))
+    dbthreads.close(timeout=2)
+    connections.close_all()
+    return finished
+
+
+class HeaderTimeoutProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, plus a deadline for a request's headers.
+
+    Works around uvicorn: it times out idle keep-alive connections but not a
+    client that sends its headers slowly (or opens a connection and sends
+    nothing), which would otherwise stay open for ever. Here a connection
+    that has not finished a request's headers ``header_timeout`` seconds
+    after it opened (or after that request's first byte) is closed.
+    """
+
+    header_timeout: float = 30.0
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._header_deadline: asyncio.TimerHandle | None = None
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._header_deadline is None:
+            self._header_deadline = self.loop.call_later(self.header_timeout, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def _too_slow(self) -> None:
+        self._header_deadline = None
+        if not self.transport.is_closing():
+            logger.info("closing a connection that sent no complete headers in time")
+            self.transport.close()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._arm()
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+
+class AgentServer(uvicorn.Server):
+    """uvicorn's server, stopping as this app stops (see the module).
+
+    SIGTERM or a first SIGINT: end blocking waits and streams at once (their
+    clients resubscribe), stop accepting, drain requests; a second SIGINT or
+    SIGQUIT: stop now. Signals are not re-raised after the server stops (as
+    uvicorn does): the worker still has its running Tasks to see to.
+    """
+
+    def __init__(self, config: uvicorn.Config, stop_waiting: Callable[[], None]) -> None:
+        super().__init__(config)
+        self.stop_waiting = stop_waiting
+        self.stopping_since: float | None = None
+        self.quick = False
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        handled = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+        before = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in before.items():
+                signal.signal(sig, handler)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if sig == signal.SIGQUIT or (sig == signal.SIGINT and self.should_exit):
+            self.quick = self.force_exit = True
+        self.should_exit = True
+        if self.stopping_since is None:
+            self.stopping_since = time.monotonic()
+            self.stop_waiting()
+
+
+class AgentWorker(Worker):
+    """A gunicorn worker process serving the ASGI application with uvicorn
+    (httptools, uvloop), with one grace period for requests and runs."""
+
+    grace: float = DEFAULT_GRACE
+    header_timeout: float = 30.0
+
+    def init_signals(self) -> None:
+        # The server installs its own handlers (AgentServer.capture_signals);
+        # until then a signal ends the process as it would by default.
+        for sig in self.SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+
+    def run(self) -> None:
+        protocol = type(
+            "HeaderTimeoutProtocol",
+            (HeaderTimeoutProtocol,),
+            {"header_timeout": self.header_timeout},
+        )
+        config = uvicorn.Config(
+            self.wsgi,  # gunicorn's name for the loaded application: ours is ASGI
+            http=protocol,
+            loop="uvloop",
+            lifespan="off",  # this worker starts and stops the app's work itself
+            log_config=None,
+            access_log=bool(self.cfg.accesslog),
+            timeout_keep_alive=5,
+            timeout_graceful_shutdown=max(1, math.ceil(self.grace)),
+            timeout_notify=self.timeout,
+            callback_notify=self._notify,
+            backlog=self.cfg.backlog,
+        )
+        server = AgentServer(config, waiting_stopper())
+        housekeeper = start_housekeeping()
+        try:
+            server.run(sockets=[s.sock for s in self.sockets])
+        finally:
+            server.handle_exit(signal.SIGTERM, None)  # stopping, whatever ended the server
+            assert server.stopping_since is not None
+            deadline = time.monotonic() if server.quick else server.stopping_since + self.grace
+
+            def left() -> float:
+                return max(0.0, deadline - time.monotonic())
+
+            # No new recoveries while stopping; a sweep mid-query may finish.
+            housekeeper.stop(timeout=min(1.0, left()))
+            stop_background_work(left())
+
+    async def _notify(self) -> None:
+        self.notify()

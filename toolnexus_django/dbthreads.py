@@ -9,13 +9,20 @@ the most connections this work holds at once: the process's connection
 budget, whatever the number of open streams or runs.
 
 Not asgiref's ``sync_to_async``: its default (thread-sensitive) executor is
-one thread per process, which every request would queue on.
+one thread per process, which every request would queue on. Not a
+``concurrent.futures`` executor either: a call here is one put on a C queue
+and one ``call_soon_threadsafe`` back (profiled: the executor's Condition
+and the future chaining were most of a hop's cost).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
+import os
+import queue
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -23,10 +30,10 @@ from django.db import InterfaceError, OperationalError, connections
 
 from .conf import toolnexus_settings
 from .registry import PerProcess
-from .threads import DaemonThreadPool
 
 T = TypeVar("T")
 
+logger = logging.getLogger("toolnexus_django.dbthreads")
 
 #: Set by ``toolnexus_serve --threads`` (before its workers fork).
 threads_override: int | None = None
@@ -39,34 +46,105 @@ def threads() -> int:
     return int(toolnexus_settings.DATABASE_THREADS)
 
 
-def _make_pool() -> DaemonThreadPool:
-    # A thread closes its connections as it exits (the pool closing).
-    return DaemonThreadPool(threads(), name="toolnexus-db", on_exit=connections.close_all)
+_STOP = object()
+
+
+class DatabaseThreads:
+    """``size`` daemon threads taking work from one queue, started on demand."""
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError("DATABASE_THREADS must be at least 1")
+        self.size = size
+        self.pid = os.getpid()
+        self._work: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+        self._closed = False
+
+    def submit(self, loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], args: Any) -> Any:
+        future = loop.create_future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the database threads are closed")
+            if self._idle:
+                self._idle -= 1  # that thread takes this item
+            elif len(self._threads) < self.size:
+                thread = threading.Thread(
+                    target=self._serve, name=f"toolnexus-db-{len(self._threads) + 1}", daemon=True
+                )
+                self._threads.append(thread)
+                thread.start()
+        self._work.put((loop, future, fn, args))
+        return future
+
+    def _serve(self) -> None:
+        try:
+            while (item := self._work.get()) is not _STOP:
+                loop, future, fn, args = item
+                try:
+                    result = fn(*args)
+                except BaseException as exc:
+                    if isinstance(exc, (OperationalError, InterfaceError)):
+                        # A broken connection (a database restart): the next call opens anew.
+                        for conn in connections.all(initialized_only=True):
+                            conn.close()
+                    loop.call_soon_threadsafe(_fail, future, exc)
+                else:
+                    loop.call_soon_threadsafe(_resolve, future, result)
+                del item, loop, future, fn, args
+                with self._lock:
+                    self._idle += 1
+        except RuntimeError:  # the caller's loop is closed: nobody waits any more
+            pass
+        finally:
+            connections.close_all()
+
+    def close(self, timeout: float | None = None) -> bool:
+        """No more work; the threads finish what is queued, close their
+        connections and exit (waited for up to ``timeout``)."""
+        with self._lock:
+            self._closed = True
+            running = list(self._threads)
+        for _ in running:
+            self._work.put(_STOP)
+        if os.getpid() != self.pid:
+            return True
+        for thread in running:
+            thread.join(timeout)
+        return not any(t.is_alive() for t in running)
+
+
+def _resolve(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+def _make_pool() -> DatabaseThreads:
+    return DatabaseThreads(threads())
 
 
 #: This process's database threads (closed, and so their connections, when
 #: settings change or the process stops).
-pool = PerProcess("database threads", _make_pool, close=lambda p: p.shutdown(wait=False))
+pool = PerProcess("database threads", _make_pool, close=lambda p: p.close(timeout=0))
 
 
 def close(timeout: float = 5.0) -> bool:
     """Stop this process's database threads, their connections closed
     (waiting up to ``timeout``); returns whether they all stopped."""
     current = pool.pop()
-    return current.shutdown(wait=True, timeout=timeout) if current is not None else True
-
-
-def _call(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
-    try:
-        return fn(*args, **kwargs)
-    except (OperationalError, InterfaceError):
-        # A broken connection (a database restart): the next call opens a new one.
-        for conn in connections.all(initialized_only=True):
-            conn.close()
-        raise
+    return current.close(timeout=timeout) if current is not None else True
 
 
 async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` on a database thread; the caller's coroutine waits."""
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(pool.get(), functools.partial(_call, fn, args, kwargs))
+    if kwargs:
+        fn = functools.partial(fn, **kwargs)
+    result: T = await pool.get().submit(asyncio.get_running_loop(), fn, args)
+    return result

@@ -18,7 +18,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import itertools
-import logging
 import os
 import threading
 import time
@@ -129,12 +128,7 @@ class DaemonThreadPool(concurrent.futures.ThreadPoolExecutor):
     """
 
     def __init__(
-        self,
-        max_workers: int,
-        name: str = "toolnexus-worker",
-        *,
-        ceiling: int | None = None,
-        on_exit: Callable[[], None] | None = None,
+        self, max_workers: int, name: str = "toolnexus-worker", *, ceiling: int | None = None
     ) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be at least 1")
@@ -142,8 +136,6 @@ class DaemonThreadPool(concurrent.futures.ThreadPoolExecutor):
         self.max_workers = max_workers
         self.ceiling = max(max_workers, ceiling or CEILING_FACTOR * max_workers)
         self.name = name
-        #: Called by each worker thread as it exits (closing what it holds).
-        self.on_exit = on_exit
         self.pid = os.getpid()
         self._cond = threading.Condition(threading.Lock())
         self._queue: deque[_Item] = deque()
@@ -223,7 +215,7 @@ class DaemonThreadPool(concurrent.futures.ThreadPoolExecutor):
                 item = self._next_locked()
                 if item is None:
                     self._workers.discard(me)
-                    break
+                    return
                 self._running[me] = item.budget
             ran = True
             future = item.future
@@ -236,11 +228,6 @@ class DaemonThreadPool(concurrent.futures.ThreadPoolExecutor):
                     future.set_result(result)
                     del result
             del item, future  # drop the work's references while idle
-        if self.on_exit is not None:
-            try:
-                self.on_exit()
-            except Exception:  # a thread's last act must not raise into nothing
-                logging.getLogger(__name__).exception("%s: on_exit failed", self.name)
 
     def shutdown(  # type: ignore[override]
         self, wait: bool = True, *, cancel_futures: bool = False, timeout: float | None = None

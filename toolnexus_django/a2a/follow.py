@@ -292,8 +292,7 @@ async def afollow(
     store is read with ``run_sync`` (on a thread pool) only when the Task
     moved, or once per keep-alive."""
     follower = Follower(first, dialect, history_length=history_length, after=after)
-    # Watching may query (where the event log stands): not on the loop.
-    with await run_sync(wakeups.watch, store, follower.task_id) as watch:
+    with await wakeups.awatch(store, follower.task_id, run_sync) as watch:
         for message in follower.opening():
             yield message
         while not follower.done and not _stopping.is_set():
@@ -317,7 +316,7 @@ async def await_settled(
     """:func:`wait_settled` for a coroutine (it holds no thread while it waits)."""
     limit = float(toolnexus_settings.BLOCKING_TIMEOUT if timeout is None else timeout)
     deadline = time.monotonic() + limit
-    with await run_sync(wakeups.watch, store, task["id"]) as watch:
+    with await wakeups.awatch(store, task["id"], run_sync) as watch:
         current = await run_sync(store.get, task["id"]) or task
         while state_of(current) not in SETTLED and not _stopping.is_set():
             remaining = deadline - time.monotonic()

@@ -26,11 +26,14 @@ toolnexus's protocol, so the same object can be handed to a toolnexus
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 from urllib.parse import quote, unquote
 
 import toolnexus
 from asgiref.sync import sync_to_async
+from django.db import connections
+from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from ..bounds import bound_transcript
@@ -64,28 +67,50 @@ class DjangoConversationStore:
     def __init__(self, using: str = "default") -> None:
         self.using = using
 
+    # Both statements are built by hand, once per connection vendor: the
+    # ORM's compile of them was most of their cost (profiled, one per run).
+
     def get_sync(self, id: str) -> Messages | None:
         from ..models import Conversation
 
-        row = (
-            Conversation.objects.using(self.using)
-            .filter(pk=id)
-            .values_list("messages", flat=True)
-            .first()
+        connection = connections[self.using]
+        qn = connection.ops.quote_name
+        sql = (
+            f"SELECT {qn('messages')} FROM {qn(Conversation._meta.db_table)} WHERE {qn('key')} = %s"
         )
-        return list(row) if row is not None else None
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [id])
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        value = json.loads(row[0]) if isinstance(row[0], (str, bytes)) else row[0]
+        return list(value)
 
     def save_sync(self, id: str, messages: Messages) -> None:
+        """One upsert statement: the conversation's whole (bounded) transcript."""
         from ..models import Conversation
 
         owner, context_id = split_key(id)
-        # One upsert statement, not update_or_create's SELECT + write.
-        Conversation.objects.using(self.using).bulk_create(
-            [Conversation(key=id, owner=owner, context_id=context_id, messages=list(messages))],
-            update_conflicts=True,
-            unique_fields=["key"],
-            update_fields=["messages", "updated_at"],
+        connection = connections[self.using]
+        qn = connection.ops.quote_name
+        field = Conversation._meta.get_field("messages")
+        columns = ("key", "owner", "context_id", "messages", "updated_at")
+        values = [
+            id,
+            owner,
+            context_id,
+            field.get_db_prep_save(list(messages), connection),
+            Conversation._meta.get_field("updated_at").get_db_prep_save(timezone.now(), connection),
+        ]
+        sql = (
+            f"INSERT INTO {qn(Conversation._meta.db_table)} "
+            f"({', '.join(qn(c) for c in columns)}) VALUES (%s, %s, %s, %s, %s) "
+            f"ON CONFLICT ({qn('key')}) DO UPDATE SET "
+            f"{qn('messages')} = EXCLUDED.{qn('messages')}, "
+            f"{qn('updated_at')} = EXCLUDED.{qn('updated_at')}"
         )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, values)
 
     async def get(self, id: str) -> Messages | None:
         return await sync_to_async(self.get_sync)(id)

@@ -239,7 +239,7 @@ class AgentRuntime:
         return self
 
     def _main(self) -> None:
-        loop = asyncio.new_event_loop()
+        loop = new_event_loop()
         # toolnexus runs its blocking HTTP calls with asyncio.to_thread; daemon
         # threads keep a hung model call from hanging interpreter exit.
         self._io = DaemonThreadPool(self._io_threads or io_threads(), name="toolnexus-io")
@@ -392,6 +392,17 @@ async def _within(budget: RunBudget, coro: Coroutine[Any, Any, T]) -> T:
     # run_in_executor, called from here, see it; nothing outside the run does.
     with within_budget(budget):
         return await coro
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop where it is installed (its cross-thread wake-ups and
+    timers cost less: every run's database work comes back that way), else
+    asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
 
 
 def _start() -> AgentRuntime:

@@ -104,6 +104,11 @@ class Hub:
         self._cursors: dict[int, Any] = {}
         self._poller: threading.Thread | None = None
 
+    def needs_query(self, store: TaskStore) -> bool:
+        """Whether :meth:`watch` of ``store`` will query it (only the first
+        watch of a store does: to learn where its event log stands)."""
+        return id(store) not in self._cursors
+
     def watch(self, store: TaskStore, task_id: str) -> Watch:
         watch = Watch(self, task_id)
         key = id(store)
@@ -204,6 +209,15 @@ def hub() -> Hub:
 def watch(store: TaskStore, task_id: str) -> Watch:
     """Start watching ``task_id`` (close the Watch when done)."""
     return hub().watch(store, task_id)
+
+
+async def awatch(store: TaskStore, task_id: str, run_sync: Any) -> Watch:
+    """:func:`watch` from a coroutine: on ``run_sync``'s thread only when
+    watching queries the store (the first watch of a store in this process)."""
+    if hub().needs_query(store):
+        watched: Watch = await run_sync(watch, store, task_id)
+        return watched
+    return watch(store, task_id)
 
 
 def notify(task_id: str) -> None:

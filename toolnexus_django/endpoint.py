@@ -10,7 +10,9 @@ Authentication and permissions are DRF's: when the endpoint has any
 authentication class, or a permission class other than ``AllowAny``, the
 request is run through :class:`.views.JsonRpcView`'s ``initial()`` (on a
 database thread: authenticating may query), and DRF's own refusals (401,
-403, 429) are sent as DRF renders them.
+403, 429) are sent as DRF renders them. Django middleware does not run
+here; the session and the user the session and authentication middleware
+would set are (:func:`with_session`), so ``SessionAuthentication`` works.
 """
 
 from __future__ import annotations
@@ -109,6 +111,29 @@ def _needs_drf() -> bool:
     return bool(auth) or any(p is not AllowAny for p in perms)
 
 
+SESSION_MIDDLEWARE = "django.contrib.sessions.middleware.SessionMiddleware"
+AUTH_MIDDLEWARE = "django.contrib.auth.middleware.AuthenticationMiddleware"
+
+
+def with_session(request: Any) -> None:
+    """What Django's session and authentication middleware would have set
+    on ``request`` (where the project uses them): ``request.session`` and a
+    lazy ``request.user``, so DRF's ``SessionAuthentication`` works here too
+    (it checks CSRF itself)."""
+    from importlib import import_module
+
+    from django.utils.functional import SimpleLazyObject
+
+    middleware = settings.MIDDLEWARE
+    if SESSION_MIDDLEWARE in middleware:
+        engine = import_module(settings.SESSION_ENGINE)
+        request.session = engine.SessionStore(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
+        if AUTH_MIDDLEWARE in middleware:
+            from django.contrib.auth import get_user
+
+            request.user = SimpleLazyObject(lambda: get_user(request))
+
+
 def authenticate(scope: Scope, body: bytes) -> tuple[str | None, tuple[int, bytes, Any] | None]:
     """(the caller's owner id, None) — or (None, DRF's refusal as
     (status, body, headers)). Runs the endpoint's DRF authentication,
@@ -116,6 +141,7 @@ def authenticate(scope: Scope, body: bytes) -> tuple[str | None, tuple[int, byte
     from django.core.handlers.asgi import ASGIRequest
 
     django_request = ASGIRequest(scope, io.BytesIO(body))
+    with_session(django_request)
     view = JsonRpcView()
     view.args, view.kwargs = (), {}
     view.headers = view.default_response_headers

@@ -114,9 +114,7 @@ def test_a_body_over_the_limit_is_an_invalid_request_read_no_further(
     assert envelope["error"]["data"] == {"limit": 100}
 
 
-def test_a_body_that_never_finishes_is_dropped_at_the_read_timeout(
-    app: Any, settings: Any
-) -> None:
+def test_a_body_that_never_finishes_is_dropped_at_the_read_timeout(app: Any, settings: Any) -> None:
     agent, _ = app
     settings.TOOLNEXUS = {**settings.TOOLNEXUS, "READ_TIMEOUT": 0.2}
     status, headers, _ = call(agent, scope(RPC_PATH), b'{"jsonrpc": "2.0", ', stall=True)

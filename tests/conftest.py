@@ -23,6 +23,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         names = set(getattr(item, "fixturenames", ()))
         if names & {"live_server", "asgi_server", "agent_url"}:
             item.add_marker(pytest.mark.slow)
+        if names & {"asgi_server", "agent_url"} and item.get_closest_marker("django_db") is None:
+            # A server on another thread sees only committed rows.
+            item.add_marker(pytest.mark.django_db(transaction=True))
 
 
 @pytest.fixture(autouse=True)

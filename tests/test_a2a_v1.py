@@ -354,15 +354,13 @@ def test_unknown_versions_are_refused_with_v1_details(
 @pytest.mark.parametrize(
     "method", ["ListTasks", "CancelTask", "SendStreamingMessage", "SubscribeToTask"]
 )
-@pytest.mark.parametrize("header", [None, "0.3"])
-def test_v1_only_methods_need_the_v1_header(
-    rpc: RpcClient, configure: Any, method: str, header: str | None
+def test_v1_only_methods_named_with_version_0_3_are_refused(
+    rpc: RpcClient, configure: Any, method: str
 ) -> None:
-    """Documented: a v1.0-only method without ``A2A-Version: 1.0`` is -32009
-    (the official SDK server reads a missing header as 0.3 and does the same)."""
+    """Documented: a v1.0-only method sent as ``A2A-Version: 0.3`` is -32009
+    (without any version it is served as v1.0: tests/test_version_forms.py)."""
     configure(None)
-    headers = {"A2A-Version": header} if header else {}
-    reply = rpc.call(method, {"id": "x"}, headers=headers)
+    reply = rpc.call(method, {"id": "x"}, headers={"A2A-Version": "0.3"})
     err = error(reply, -32009)
     assert "A2A-Version: 1.0" in err["message"]
 

@@ -29,7 +29,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.settings import api_settings
 
 from .a2a.card import build_card
-from .a2a.dialects import Dialect
+from .a2a.dialects import Dialect, version_asked
 from .a2a.follow import await_settled
 from .a2a.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError, failure, parse_request, success
 from .a2a.methods import Awaiting, CallContext, EventStream, dispatch
@@ -164,13 +164,28 @@ def authenticate(scope: Scope, body: bytes) -> tuple[str | None, tuple[int, byte
 # -- the JSON-RPC endpoint -------------------------------------------------------------------
 
 
-def _speaks_v1(headers: dict[str, str]) -> bool:
-    return str(headers.get("a2a-version") or "").strip().startswith("1")
+def _version(scope: Scope, headers: dict[str, str]) -> str | None:
+    """The A2A version the caller names: header, else query parameter."""
+    query = scope.get("query_string") or b""
+    asked = None
+    if b"a2a-version" in query.lower():
+        from urllib.parse import parse_qs
+
+        values = parse_qs(query.decode("latin-1"))
+        for key, found in values.items():
+            if key.lower() == "a2a-version" and found:
+                asked = found[0]
+    return version_asked(headers.get("a2a-version"), asked)
+
+
+def _speaks_v1(version: str | None) -> bool:
+    return str(version or "").strip().startswith("1")
 
 
 async def serve_rpc(scope: Scope, receive: Receive, send: Send) -> None:
     """``POST <prefix>/``: one JSON-RPC request."""
     headers = headers_of(scope)
+    version = _version(scope, headers)
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     try:
         body = await read_body(receive, limit, float(toolnexus_settings.READ_TIMEOUT))
@@ -179,7 +194,7 @@ async def serve_rpc(scope: Scope, receive: Receive, send: Send) -> None:
             INVALID_REQUEST,
             f"Invalid Request: the body is larger than {limit} bytes",
             data={"limit": limit},
-            details=_speaks_v1(headers),
+            details=_speaks_v1(version),
         )
         await respond_json(send, failure(None, too_big))
         return
@@ -203,7 +218,7 @@ async def serve_rpc(scope: Scope, receive: Receive, send: Send) -> None:
             store=store,
             actions=EndpointActions(store),
             owner=owner,
-            a2a_version=headers.get("a2a-version"),
+            a2a_version=version,
             last_event_id=headers.get("last-event-id"),
             held=None,  # waiting holds no thread here
         )

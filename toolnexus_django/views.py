@@ -20,6 +20,7 @@ from toolnexus import Answer
 
 from . import lifecycle
 from .a2a.card import build_card
+from .a2a.dialects import version_asked
 from .a2a.follow import held, wait_settled
 from .a2a.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError, failure, parse_request, success
 from .a2a.methods import Awaiting, CallContext, EventStream, dispatch
@@ -87,9 +88,14 @@ class EndpointActions:
             raise lifecycle.IllegalMove("cancel", task_id, state, "done") from None
 
 
+def _version(request: Request) -> str | None:
+    """The A2A version the caller names: header, else query parameter."""
+    return version_asked(request.headers.get("A2A-Version"), request.GET.get("A2A-Version"))
+
+
 def _speaks_v1(request: Request) -> bool:
     """Whether the caller asked for A2A v1.0 (its errors carry typed details)."""
-    return str(request.headers.get("A2A-Version") or "").strip().startswith("1")
+    return str(_version(request) or "").strip().startswith("1")
 
 
 class AgentCardView(APIView):
@@ -167,7 +173,7 @@ class JsonRpcView(APIView):
                 store=store,
                 actions=EndpointActions(store),
                 owner=owner,
-                a2a_version=request.headers.get("A2A-Version"),
+                a2a_version=_version(request),
                 last_event_id=request.headers.get("Last-Event-ID"),
                 # Each waiting request holds one of this server's threads.
                 held=held,

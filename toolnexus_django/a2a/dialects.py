@@ -7,17 +7,22 @@ canonical Task is rendered in each.
   official client's v0.3 transport also sends ``A2A-Version: 0.3``.
 - ``v1.0``: PascalCase method names with ``A2A-Version: 1.0`` (any ``1.x``).
 
-Which dialect a request speaks (the official a2a-sdk server decides the same
-way; a missing header means 0.3 there too):
+The version comes from the ``A2A-Version`` header or, where a client cannot
+set headers, the ``A2A-Version`` query parameter of the endpoint's URL (the
+header wins). Which dialect a request speaks:
 
-============================  ===================  ===============  ==========
-method                        no header / ``0.3``  ``1.0`` / 1.x     other
-============================  ===================  ===============  ==========
-SendMessage, GetTask          toolnexus            v1.0             -32009
-other v1.0 names (ListTasks)  -32009               v1.0             -32009
-slash names (message/send)    v0.3                 -32009           -32009
-anything else                 -32601               -32601           -32009
-============================  ===================  ===============  ==========
+============================  =========  ===========  ===============  ==========
+method                        none       ``0.3``      ``1.0`` / 1.x    other
+============================  =========  ===========  ===============  ==========
+SendMessage, GetTask          toolnexus  toolnexus    v1.0             -32009
+other v1.0 names (ListTasks)  v1.0       -32009       v1.0             -32009
+slash names (message/send)    v0.3       v0.3         -32009           -32009
+anything else                 -32601     -32601       -32601           -32009
+============================  =========  ===========  ===============  ==========
+
+A v1.0-only name with no version at all is v1.0: no other dialect uses it
+(a client that omits the header gets what it meant); with ``0.3`` it is the
+client's mistake, and -32009 says so.
 
 Rendering starts from the lifecycle's allow-list (``lifecycle.public``): only
 public keys leave the server, whatever a store or a later feature adds.
@@ -108,8 +113,17 @@ def negotiate_version(header: str | None) -> str | None:
     )
 
 
+def version_asked(header: str | None, query: str | None) -> str | None:
+    """The version a request names: its ``A2A-Version`` header, else the
+    query parameter of the same name."""
+    if header is not None and header.strip():
+        return header
+    return query if query is not None and query.strip() else None
+
+
 def resolve(method: str, header: str | None) -> tuple[Dialect, str]:
-    """The dialect and operation of a request (see the module's table)."""
+    """The dialect and operation of a request (see the module's table);
+    ``header`` is the version it names (:func:`version_asked`)."""
     version = negotiate_version(header)
     shown = method[:100]
     if version == "1.0":
@@ -126,6 +140,8 @@ def resolve(method: str, header: str | None) -> tuple[Dialect, str]:
     if method in TOOLNEXUS_METHODS:
         return Dialect.TOOLNEXUS, TOOLNEXUS_METHODS[method]
     if method in V10_METHODS:
+        if version is None:
+            return Dialect.V10, V10_METHODS[method]
         raise version_error(f"{shown} is an A2A v1.0 method: send the header A2A-Version: 1.0")
     raise RpcError(METHOD_NOT_FOUND, f"Method not found: {shown}")
 

@@ -124,7 +124,8 @@ KNOWN_CASES: list[tuple[bytes, int, Any]] = [
     (body(params=msg('[{"kind":"data","data":{"x":NaN}}]')), -32602, 1),
     (body(params=msg('[{"kind":"data","data":{"x":Infinity}}]')), -32602, 1),
     (body(params=msg('[{"kind":"text","text":"a\\ud800"}]')), -32600, 1),
-    (b"[" * 5000 + b"]" * 5000, -32700, None),
+    # Too deep for some Pythons' parser, a batch for others: -32600 either way.
+    (b"[" * 5000 + b"]" * 5000, -32600, None),
     (body(params='{"a":' + "[" * 200 + "]" * 200 + "}"), -32600, 1),
     (body(params=msg(contextId='"ctx\\u0000x"')), -32602, 1),
     (body(params=msg(messageId='"m\\u0000"')), -32602, 1),

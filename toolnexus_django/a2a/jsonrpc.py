@@ -174,8 +174,13 @@ def _loads(body: bytes) -> Any:
     try:
         return json.loads(text, parse_constant=lambda _: NON_FINITE, parse_float=_float)
     except RecursionError:
+        # Valid JSON, only deeper than this Python's parser goes (3.11 gives
+        # up at about a thousand levels, 3.13 much later): the same answer as
+        # any body nested past MAX_NESTING, whichever Python parses it.
         raise RpcError(
-            PARSE_ERROR, f"Parse error: the body is nested deeper than {MAX_NESTING} levels"
+            INVALID_REQUEST,
+            f"Invalid Request: the body is nested deeper than {MAX_NESTING} levels",
+            data={"maxNesting": MAX_NESTING},
         ) from None
     except ValueError:
         raise RpcError(PARSE_ERROR, "Parse error: the body is not valid JSON") from None

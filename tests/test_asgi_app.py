@@ -156,3 +156,45 @@ def test_lifespan_starts_the_sweep_and_stops_it(app: Any, monkeypatch: Any) -> N
     asyncio.run(run())
     assert calls == ["startup", "shutdown"]
     assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+# -- static files (toolnexus_serve serves them when nothing else does) -------------------
+
+
+@pytest.fixture
+def static() -> tuple[Any, Django]:
+    from toolnexus_django.staticfiles import StaticFiles
+
+    django = Django()
+    return StaticFiles(django), django
+
+
+def test_the_admin_css_is_served_with_validators_and_304(static: Any) -> None:
+    app, django = static
+    status, headers, body = call(app, scope("/static/admin/css/base.css", "GET"))
+    assert status == 200 and headers["content-type"].startswith("text/css")
+    assert int(headers["content-length"]) == len(body) > 1000
+    assert headers["etag"].startswith('"') and "max-age" in headers["cache-control"]
+    again = scope("/static/admin/css/base.css", "GET", if_none_match=headers["etag"])
+    assert call(app, again)[0] == 304
+    status, head_headers, head_body = call(app, scope("/static/admin/css/base.css", "HEAD"))
+    assert status == 200 and head_body == b"" and head_headers["etag"] == headers["etag"]
+    assert django.paths == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/static/admin/css/nope.css", "/static/../testproject/settings.py", "/static/%2e%2e/x",
+     "/static/", "/static/admin/css/base.css%00"],
+)  # fmt: skip
+def test_what_is_not_a_static_file_is_404(static: Any, path: str) -> None:
+    app, django = static
+    assert call(app, scope(path, "GET"))[0] == 404
+    assert django.paths == []  # nothing reached Django either
+
+
+def test_other_paths_and_methods_pass_through(static: Any) -> None:
+    app, django = static
+    assert call(app, scope("/admin/", "GET"))[0] == 204
+    assert call(app, scope("/static/admin/css/base.css", "POST"), b"")[0] == 204
+    assert django.paths == ["/admin/", "/static/admin/css/base.css"]

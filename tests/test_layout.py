@@ -34,6 +34,7 @@ LAYERS: list[set[str]] = [
         "streaming",
         "endpoint",
         "asgi",
+        "staticfiles",
         "admin",
         "server",
         "worker",

@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from tests.conftest import RpcClient, wait_until
+from tests.conftest import RpcClient, http, wait_until
 from tests.fakes import FakeLLM, Hang, Text
 from tests.servers import (
     CARD_PATH,
@@ -69,6 +69,32 @@ def test_serves_the_agent_and_stops_on_sigterm(fake_llm: FakeLLM, tmp_path: Path
         assert server.wait(timeout=20) == 0
         assert time.monotonic() - t0 < 15
         assert "toolnexus_serve stopped." in server.output()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_admin_is_styled_out_of_the_box(tmp_path: Path) -> None:
+    # No collectstatic, DEBUG off: the admin's CSS still comes (from the
+    # apps' static directories), with validators a browser can revalidate by.
+    with serve(tmp_path) as server:
+        server.wait_ready()
+        css = http(f"{server.base}/static/admin/css/base.css")
+        assert css.status == 200, css.body[:200]
+        assert css.headers["content-type"].startswith("text/css")
+        assert b"body" in css.body
+        again = http(
+            f"{server.base}/static/admin/css/base.css",
+            headers={"If-None-Match": css.headers["etag"]},
+        )
+        assert again.status == 304
+        assert http(f"{server.base}/static/admin/css/missing.css").status == 404
+        # The login page links it.
+        login = http(f"{server.base}/admin/login/")
+        assert b"/static/admin/css/base.css" in login.body
+        assert "Static files: /static/" in server.output()
+    with serve(tmp_path, "--no-static") as server:
+        server.wait_ready()
+        assert http(f"{server.base}/static/admin/css/base.css").status == 404
 
 
 @pytest.mark.slow

@@ -44,12 +44,18 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[..., Awaitable[None]]
 
 
-def get_asgi_application() -> ASGIApp:
+def get_asgi_application(*, serve_static: bool = False) -> ASGIApp:
     """The project's ASGI application with the agent's endpoint served lean
-    (use it as ``asgi.py``'s ``application``)."""
+    (use it as ``asgi.py``'s ``application``); with ``serve_static``, static
+    files too (:mod:`.staticfiles`: what ``toolnexus_serve`` does)."""
     from django.core.asgi import get_asgi_application as django_asgi
 
-    return AgentApplication(django_asgi())
+    app: ASGIApp = AgentApplication(django_asgi())
+    if serve_static:
+        from .staticfiles import StaticFiles
+
+        app = StaticFiles(app)
+    return app
 
 
 class AgentApplication:

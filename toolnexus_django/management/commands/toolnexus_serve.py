@@ -54,19 +54,25 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def asgi_application() -> Any:
+def asgi_application(serve_static: bool = True) -> Any:
     """``settings.ASGI_APPLICATION`` (a dotted path) when the project names
     one, else the project with the agent's endpoint served lean
-    (:func:`toolnexus_django.asgi.get_asgi_application`)."""
+    (:func:`toolnexus_django.asgi.get_asgi_application`); with
+    ``serve_static``, static files answered in front of it
+    (:mod:`toolnexus_django.staticfiles`)."""
+    from ...staticfiles import StaticFiles
+
     path = getattr(settings, "ASGI_APPLICATION", None)
     if path:
         try:
-            return import_string(path)
+            app = import_string(path)
         except ImportError as e:
             raise ImproperlyConfigured(f"ASGI_APPLICATION {path!r} cannot be imported: {e}") from e
-    from ...asgi import get_asgi_application
+    else:
+        from ...asgi import get_asgi_application
 
-    return get_asgi_application()
+        app = get_asgi_application()
+    return StaticFiles(app) if serve_static else app
 
 
 def _seconds(value: str) -> float:
@@ -80,6 +86,8 @@ def _seconds(value: str) -> float:
 
 
 class Command(BaseCommand):
+    serving_static = False
+
     help = (
         "Serve the project (ASGI: uvicorn workers under gunicorn's master) and run the "
         "agent's Tasks in each worker process. Stops gracefully on Ctrl-C or SIGTERM."
@@ -111,6 +119,11 @@ class Command(BaseCommand):
             f"(default {DEFAULT_GRACE:.0f})",
         )
         parser.add_argument("--access-log", action="store_true", help="log every request to stdout")
+        parser.add_argument(
+            "--no-static",
+            action="store_true",
+            help="do not serve STATIC_URL (a proxy or CDN in front serves it)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -133,7 +146,8 @@ class Command(BaseCommand):
         except OSError as e:
             raise CommandError(str(e)) from None
         try:
-            app = asgi_application()
+            self.serving_static = not options["no_static"]
+            app = asgi_application(serve_static=self.serving_static)
         except ImproperlyConfigured as e:
             raise CommandError(str(e)) from None
         try:
@@ -173,6 +187,15 @@ class Command(BaseCommand):
                 '(add path("agent/", include("toolnexus_django.urls"))).'
             )
         self.stdout.write(f"Model: {describe_model()}")
+        if self.serving_static:
+            from ...staticfiles import static_prefix
+
+            prefix = static_prefix()
+            if prefix:
+                self.stdout.write(
+                    f"Static files: {prefix} (STATIC_ROOT, else the apps' static/ directories; "
+                    "--no-static when a proxy serves them)"
+                )
         store = toolnexus_settings.STORE
         store_name = store if isinstance(store, str) else type(store).__name__
         self.stdout.write(

@@ -498,3 +498,27 @@ def test_answerers_that_name_roles_pass(ids_for: Any) -> None:
 @pytest.mark.parametrize("value", [0, -1, 1.5, None, "100"])
 def test_e009_bounds(ids_for: Any, key: str, value: Any) -> None:
     assert ids_for(**{key: value}) == {"E009"}
+
+
+# -- typos inside the dict sections ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("section", "typo", "a_known_key"),
+    [("AGENT", "descripton", "description"), ("TOOLKIT", "skils", "skills_dir"),
+     ("CLIENT", "modle", "model")],
+)  # fmt: skip
+def test_an_unknown_key_inside_a_section_is_e001_listing_the_known_ones(
+    settings: Any, section: str, typo: str, a_known_key: str
+) -> None:
+    settings.TOOLNEXUS = {**GOOD, section: {**GOOD.get(section, {}), typo: "x"}}
+    [message] = [m for m in our_messages() if m.id == f"{PREFIX}E001"]
+    assert f"TOOLNEXUS[{section!r}] has an unknown key {typo!r}" in message.msg
+    assert a_known_key in (message.hint or "")
+
+
+def test_the_toolnexus_keys_of_toolkit_and_client_are_known(ids_for: Any) -> None:
+    # Keys this app passes through to toolnexus are not typos.
+    toolkit = {**GOOD["TOOLKIT"], "disable_tools": [], "skill_sample_limit": 0}
+    client = {**GOOD["CLIENT"], "timeout_ms": 1000, "retries": 0, "max_turns": 5}
+    assert ids_for(TOOLKIT=toolkit, CLIENT=client) == set()

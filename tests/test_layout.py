@@ -40,6 +40,7 @@ LAYERS: list[set[str]] = [
         "worker",
         "management",
         "checks",
+        "security_checks",
         "apps",
     },
 ]

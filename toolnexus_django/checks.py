@@ -4,7 +4,7 @@ Misconfiguration is reported by ``manage.py check`` (and before every
 management command) with stable ids, never as a traceback at request time:
 
 =======================  =====================================================
-toolnexus_django.E001    TOOLNEXUS is not a dict, or has an unknown key
+toolnexus_django.E001    TOOLNEXUS is not a dict, or it (or AGENT/TOOLKIT/CLIENT) has an unknown key
 toolnexus_django.E002    STORE is none of the accepted forms
 toolnexus_django.E003    "rest_framework" is missing from INSTALLED_APPS
 toolnexus_django.E004    TOOLKIT["skills_dir"] is missing or unreadable
@@ -31,7 +31,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.utils.module_loading import import_string
 
-from .conf import DEFAULTS, RETIRED, SETTING_NAME, merge
+from .conf import DEFAULTS, RETIRED, SETTING_NAME, known_keys, merge
 
 CLIENT_STYLES = ("openai", "anthropic")
 
@@ -82,6 +82,7 @@ def check_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> l
     cfg = merge(raw)
     errors += _check_store(cfg["STORE"])
     errors += _check_sections(cfg)
+    errors += _check_section_keys(raw)
     errors += _check_numbers(cfg)
     errors += _check_task_backend(cfg["TASK_BACKEND"])
     errors += _check_review(cfg)
@@ -158,6 +159,26 @@ def _directory_problem(directory: str) -> str | None:
     if not os.access(ancestor, os.W_OK | os.X_OK):
         return f"{ancestor} is not writable"
     return None
+
+
+def _check_section_keys(raw: dict[str, Any]) -> list[CheckMessage]:
+    """A typo inside AGENT / TOOLKIT / CLIENT ("skils") is an unknown key too."""
+    errors: list[CheckMessage] = []
+    for section in ("AGENT", "TOOLKIT", "CLIENT"):
+        value = raw.get(section)
+        if not isinstance(value, dict):
+            continue
+        known = known_keys(section)
+        for key in value:
+            if key not in known:
+                errors.append(
+                    Error(
+                        f"{SETTING_NAME}[{section!r}] has an unknown key {key!r}",
+                        hint=f"Known keys: {', '.join(known)}.",
+                        id=_id("E001"),
+                    )
+                )
+    return errors
 
 
 def _check_sections(cfg: dict[str, Any]) -> list[CheckMessage]:
@@ -376,48 +397,5 @@ def _check_task_backend(alias: Any) -> list[CheckMessage]:
     return []
 
 
-@register(Tags.security)
-def check_endpoint_not_open(
-    app_configs: Iterable[Any] | None = None, **kwargs: Any
-) -> list[CheckMessage]:
-    """W002: with DEBUG off, the JSON-RPC endpoint should not admit anonymous
-    callers: no permission classes, or only AllowAny (or subclasses). Other
-    classes (custom, composed with | or &) are assumed to restrict."""
-    raw = getattr(settings, SETTING_NAME, {})
-    if settings.DEBUG or not isinstance(raw, dict):
-        return []  # a non-dict is E001
-    value = merge(raw)["PERMISSION_CLASSES"]
-    try:
-        from rest_framework.permissions import AllowAny
-        from rest_framework.settings import api_settings
-
-        if value is None:
-            classes = list(api_settings.DEFAULT_PERMISSION_CLASSES)
-        elif isinstance(value, (list, tuple)):
-            classes = [import_string(c) if isinstance(c, str) else c for c in value]
-        else:
-            return []  # E006
-    except ImportError:
-        return []  # E003 / E007 report it
-    if any(not (isinstance(c, type) and issubclass(c, AllowAny)) for c in classes):
-        return []
-    source = (
-        "REST_FRAMEWORK['DEFAULT_PERMISSION_CLASSES'] (TOOLNEXUS['PERMISSION_CLASSES'] is None)"
-        if value is None
-        else f"{SETTING_NAME}['PERMISSION_CLASSES']"
-    )
-    return [
-        Warning(
-            f"The A2A endpoint admits anonymous callers and DEBUG is off: {source} "
-            + ("is AllowAny only" if classes else "is empty"),
-            hint=(
-                f'Set {SETTING_NAME}["PERMISSION_CLASSES"], e.g. '
-                '["rest_framework.permissions.IsAuthenticated"], with '
-                f'{SETTING_NAME}["AUTHENTICATION_CLASSES"] that identify callers '
-                '(e.g. "rest_framework.authentication.BasicAuthentication" or '
-                '"rest_framework.authentication.TokenAuthentication"). If the endpoint '
-                'is meant to be open, add "toolnexus_django.W002" to SILENCED_SYSTEM_CHECKS.'
-            ),
-            id=_id("W002"),
-        )
-    ]
+# The endpoint's security check lives beside these (imported: it registers).
+from .security_checks import check_endpoint_not_open  # noqa: E402,F401

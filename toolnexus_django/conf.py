@@ -193,6 +193,32 @@ class ToolnexusSettings:
             hook()
 
 
+#: The keys AGENT takes (the Agent Card's own fields).
+AGENT_KEYS = ("name", "description", "version", "provider", "skills")
+#: TOOLKIT keys this app interprets; the rest go to toolnexus.create_toolkit.
+TOOLKIT_KEYS = ("skills_dir", "mcp_config", "builtins", "tools")
+
+
+def known_keys(section: str) -> tuple[str, ...]:
+    """The keys a dict ``AGENT``, ``TOOLKIT`` or ``CLIENT`` may hold: the
+    card's fields; this app's toolkit keys plus what the installed toolnexus's
+    ``create_toolkit`` / ``create_client`` take (a key it does not take would
+    fail the first run)."""
+    import inspect
+
+    import toolnexus
+
+    if section == "AGENT":
+        return AGENT_KEYS
+    if section == "TOOLKIT":
+        params = inspect.signature(toolnexus.create_toolkit).parameters
+        passed = tuple(p for p in params if p not in ("extra_tools", *TOOLKIT_KEYS))
+        return TOOLKIT_KEYS + passed
+    if section == "CLIENT":
+        return tuple(inspect.signature(toolnexus.create_client).parameters)
+    raise ValueError(section)
+
+
 def merge(user: dict[str, Any]) -> dict[str, Any]:
     """Overlay the user's dict on the defaults (one level deep for dict sections)."""
     merged: dict[str, Any] = {}

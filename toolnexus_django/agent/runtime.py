@@ -27,7 +27,7 @@ import toolnexus
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
-from ..conf import toolnexus_settings
+from ..conf import TOOLKIT_KEYS, toolnexus_settings
 from ..registry import PerProcess
 from ..threads import DaemonThreadPool, RunBudget, current_budget, within_budget
 
@@ -35,9 +35,6 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: Keys of TOOLNEXUS["TOOLKIT"] this app interprets; any other key is passed
-#: to ``toolnexus.create_toolkit`` as a keyword.
-TOOLKIT_KEYS = ("skills_dir", "mcp_config", "builtins", "tools")
 CLIENT_STYLES = ("openai", "anthropic")
 
 #: How long start-up (building the toolkit: MCP servers, skills) may take.

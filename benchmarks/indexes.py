@@ -33,9 +33,9 @@ def setup_django(args: argparse.Namespace) -> str:
         import psycopg
 
         with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
-            c.execute("DROP DATABASE IF EXISTS toolnexus_bench")
-            c.execute("CREATE DATABASE toolnexus_bench")
-        os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/toolnexus_bench"
+            c.execute(f"DROP DATABASE IF EXISTS {args.pg_database}")
+            c.execute(f"CREATE DATABASE {args.pg_database}")
+        os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{args.pg_database}"
     else:
         scratch = Path(tempfile.mkdtemp(prefix="tnx-bench-")) / "bench.sqlite3"
         os.environ["DATABASE_URL"] = f"sqlite:///{scratch}"
@@ -59,7 +59,8 @@ def fill(rows: int, postgres: bool) -> float:
             cur.execute(
                 f"""
                 INSERT INTO toolnexus_django_taskrecord
-                    (id, context_id, state, owner_id, task, private, created_at, updated_at)
+                    (id, context_id, state, owner_id, task, private, created_at, updated_at,
+                     revision, lease_owner, attempts, event_seq)
                 SELECT 't-' || i, 'c-' || (i / 3),
                        (ARRAY[{states}])[1 + (i % 100)],
                        NULL,
@@ -69,7 +70,8 @@ def fill(rows: int, postgres: bool) -> float:
                                'artifactId', md5(i::text), 'parts', jsonb_build_array(
                                    jsonb_build_object('kind', 'text', 'text', repeat('x', 200)))))),
                        '{{}}'::jsonb,
-                       now() - (i || ' seconds')::interval, now() - (i || ' seconds')::interval
+                       now() - (i || ' seconds')::interval, now() - (i || ' seconds')::interval,
+                       0, '', 0, 0
                 FROM generate_series(1, {rows}) AS i
                 """
             )
@@ -79,7 +81,8 @@ def fill(rows: int, postgres: bool) -> float:
                 f"""
                 WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < {rows})
                 INSERT INTO toolnexus_django_taskrecord
-                    (id, context_id, state, owner_id, task, private, created_at, updated_at)
+                    (id, context_id, state, owner_id, task, private, created_at, updated_at,
+                     revision, lease_owner, attempts, event_seq)
                 SELECT 't-' || i, 'c-' || (i / 3),
                        CASE WHEN i % 100 < 90 THEN 'completed' WHEN i % 100 < 95 THEN 'failed'
                             WHEN i % 100 < 98 THEN 'input-required' ELSE 'working' END,
@@ -91,7 +94,8 @@ def fill(rows: int, postgres: bool) -> float:
                                    'text', printf('%.200c', 'x')))))),
                        '{{}}',
                        datetime('now', '-' || i || ' seconds'),
-                       datetime('now', '-' || i || ' seconds')
+                       datetime('now', '-' || i || ' seconds'),
+                       0, '', 0, 0
                 FROM seq
                 """
             )
@@ -122,6 +126,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--postgres", action="store_true")
     parser.add_argument("--repeats", type=int, default=300)
+    parser.add_argument(
+        "--pg-database", default="toolnexus_bench", help="the scratch database's name"
+    )
     args = parser.parse_args()
     url = setup_django(args)
 
@@ -144,10 +151,13 @@ def main() -> None:
     def context() -> None:
         list(TaskRecord.objects.filter(context_id=f"c-{rng.randint(1, args.rows // 3)}"))
 
+    working = [i for i in range(1, args.rows + 1) if i % 100 >= 98]  # the 'working' rows
+
     def save() -> None:
-        task = store.get(f"t-{rng.randint(1, args.rows)}")
+        # A finished Task is never overwritten (TerminalTaskError): upsert a working one.
+        task = store.get(f"t-{rng.choice(working)}")
         assert task is not None
-        task["status"] = {"state": "completed"}
+        task["status"] = {"state": "working"}
         store.save(task)
 
     print(f"database: {url.split('@')[-1]}  rows: {args.rows:,}  filled in {seconds:.1f}s")
@@ -181,7 +191,7 @@ def main() -> None:
         import psycopg
 
         with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
-            c.execute("DROP DATABASE IF EXISTS toolnexus_bench")
+            c.execute(f"DROP DATABASE IF EXISTS {args.pg_database}")
 
 
 if __name__ == "__main__":

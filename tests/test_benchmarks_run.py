@@ -1,0 +1,39 @@
+"""The benchmarks run as shipped: each at a tiny size, so none can rot."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.servers import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def run(*args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
+    done = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_indexes_runs_on_sqlite() -> None:
+    out = run("benchmarks/indexes.py", "--rows", "300", "--repeats", "3")
+    assert "store.save (upsert)" in out and "plans:" in out
+
+
+@pytest.mark.django_db
+def test_indexes_runs_on_postgresql() -> None:
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("this run's database is sqlite")
+    name = f"tnx_idx_{os.getpid()}"
+    out = run("benchmarks/indexes.py", "--rows", "300", "--repeats", "3", "--postgres",
+              "--pg-database", name)  # fmt: skip
+    assert "Index Scan" in out or "Seq Scan" in out

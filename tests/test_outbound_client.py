@@ -58,3 +58,25 @@ def test_toolnexus_agent_tool_reports_a_failed_task(
     result = asyncio.run(call())
     assert result.is_error is True
     assert "failed" in result.output and "LLM 500: kaput" in result.output
+
+
+def test_toolnexus_agent_tool_waits_out_an_input_required_task_until_its_timeout(
+    live_server: Any, configure: Any, fake_llm: FakeLLM
+) -> None:
+    """What the README's Clients section says: toolnexus 0.21's agent() knows
+    only completed/failed/canceled as final, so a Task waiting on a person is
+    polled until the tool's own timeout, then reported as timed out."""
+    from tests.fakes import ToolCall
+
+    configure(fake_llm, store="memory")
+    fake_llm.on("expense a taxi", ToolCall("file_expense", {"amount": 9, "description": "taxi"}))
+    card_url = f"{live_server.url}/agent/.well-known/agent-card.json"
+
+    async def call() -> toolnexus.ToolResult:
+        tools = await toolnexus.agent_tools(toolnexus.agent(card_url, timeout=1_500, poll_every=50))
+        tool = next(t for t in tools if t.name.endswith("_expense-filing"))
+        return await tool.execute({"task": "expense a taxi"})
+
+    result = asyncio.run(call())
+    assert result.is_error is True
+    assert "timed out" in result.output and "state=input-required" in result.output

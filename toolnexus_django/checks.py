@@ -289,6 +289,8 @@ _SECONDS = {
     "EVENT_POLL_INTERVAL": False,
     "READ_TIMEOUT": False,
 }
+#: Settings that must be numbers of seconds >= 0 (None allowed).
+_SECONDS_OR_ZERO = {"IDEMPOTENCY_WINDOW"}
 
 
 def _is_number(value: Any) -> bool:
@@ -311,6 +313,12 @@ def _check_numbers(cfg: dict[str, Any]) -> list[CheckMessage]:
         errors.append(
             Error(f"{SETTING_NAME}[{key!r}] must be a positive number of seconds", id=_id("E009"))
         )
+    for key in _SECONDS_OR_ZERO:
+        value = cfg[key]
+        if value is not None and not (_is_number(value) and value >= 0):
+            errors.append(
+                Error(f"{SETTING_NAME}[{key!r}] must be seconds >= 0, or None", id=_id("E009"))
+            )
     conversations = cfg["CONVERSATIONS"]
     if conversations not in (None, "auto", "django", "memory"):
         if isinstance(conversations, str):

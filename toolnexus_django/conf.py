@@ -117,6 +117,10 @@ DEFAULTS: dict[str, Any] = {
     # Runs (first runs and resumes) in flight at once per process. A run
     # waiting on its model holds no thread and no database connection; a run
     # past the bound waits its turn as submitted (never refused).
+    # Idempotent sends: a send that repeats a messageId its owner used
+    # within this many seconds returns that Task (no second Task, no second
+    # run). None: for ever; 0: every send makes a Task.
+    "IDEMPOTENCY_WINDOW": 86400.0,
     "MAX_RUNS": 256,
     "DATABASE_THREADS": 16,
     # Seconds a client has to send a request's headers (the server's

@@ -77,6 +77,12 @@ class TaskRecord(models.Model):
     lease_expires_at = models.DateTimeField(_("lease expires"), null=True, blank=True)
     #: How many times a run of this Task was started (mirrors _private.attempts).
     attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    #: Who sent the messageId that started the Task (idempotent sends: a
+    #: repeat within IDEMPOTENCY_WINDOW returns this Task). Set once. NULL, not
+    #: "", for "none": only keys are unique (the partial constraint below).
+    message_key = models.CharField(  # noqa: DJ001
+        _("message key"), max_length=512, null=True, blank=True, editable=False
+    )
     #: The number of the Task's last event, and that event: written in the same
     #: statement as the move, a database trigger copies it into TaskEvent (one
     #: statement per move, no extra round trip; see migration 0005).
@@ -127,6 +133,15 @@ class TaskRecord(models.Model):
                 condition=models.Q(
                     expires_at__isnull=False, state__in=sorted(AWAITING_HUMAN_STATES)
                 ),
+            ),
+        ]
+        constraints = [
+            # One Task per (owner, messageId). Partial, so SQLite adds it as an
+            # index and does not rebuild the table (which would drop 0005's trigger).
+            models.UniqueConstraint(
+                fields=["message_key"],
+                name="tnx_task_message_key",
+                condition=models.Q(message_key__isnull=False),
             ),
         ]
 

@@ -28,7 +28,7 @@ from .conf import toolnexus_settings
 from .fulfilment.jobs import schedule_fulfilment
 from .lifecycle.messages import answer_data, user_message
 from .review import answer_task, cancel_task
-from .stores import TaskStore, get_task_store
+from .stores import DuplicateMessage, TaskStore, get_task_store
 from .stores.base import Task
 from .streaming import sse_response
 from .strictjson import dumps
@@ -61,7 +61,14 @@ class EndpointActions:
         self.store = store
 
     def start(self, message: dict[str, Any], *, owner: str | None, text: str) -> Task:
-        task = lifecycle.submit(self.store, message, owner=owner, text=text).task
+        try:
+            task = lifecycle.submit(self.store, message, owner=owner, text=text).task
+        except DuplicateMessage as repeat:
+            # A retry of a send that already started a Task: that Task, no second run.
+            existing = self.store.get(repeat.task_id)
+            if existing is None:
+                raise
+            return existing
         schedule_fulfilment(task["id"], self.store)
         return task
 
@@ -107,9 +114,14 @@ class AgentCardView(APIView):
 
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
+    #: The namespace of the mount this card describes; None: the one it is
+    #: served under (the card at the origin's root names it: ``root_card``).
+    describes: str | None = None
 
     def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
-        namespace = request.resolver_match.namespace if request.resolver_match else ""
+        namespace = self.describes
+        if namespace is None:
+            namespace = request.resolver_match.namespace if request.resolver_match else ""
         name = f"{namespace}:rpc" if namespace else "rpc"
         endpoint = request.build_absolute_uri(reverse(name))
         # The JSON-RPC endpoint's classes (JsonRpcView.get_authenticators), not this view's.

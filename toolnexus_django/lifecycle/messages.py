@@ -83,3 +83,15 @@ def has_answer(message: dict[str, Any]) -> bool:
     return any(isinstance(p, dict) and p.get("kind") == "data" for p in parts) or bool(
         message_text(message).strip()
     )
+
+
+def message_key(owner: str | None, message_id: Any) -> str | None:
+    """Who sent which ``messageId``: the key a repeated send is recognised by
+    (idempotent sends). The same messageId from two owners is two keys; a
+    message without a messageId has none."""
+    from urllib.parse import quote
+
+    if not isinstance(message_id, str) or not message_id:
+        return None
+    tag = "-" if owner in (None, "") else "u:" + quote(str(owner), safe="")
+    return f"{tag}/{message_id}"

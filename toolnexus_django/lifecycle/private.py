@@ -57,6 +57,7 @@ _KNOWN = (
     "worker",
     "attempts",
     "seq",
+    "message_key",
     "error",
     "usage",
     "turns",
@@ -88,6 +89,8 @@ class Private:
     error: str | None = None
     usage: dict[str, Any] | None = None
     turns: int | None = None
+    #: Who sent which messageId (idempotent sends: a repeat returns this Task).
+    message_key: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def drop_suspension(self) -> None:
@@ -134,6 +137,7 @@ def read(task: Task | None) -> Private:
         error=raw.get("error") if isinstance(raw.get("error"), str) else None,
         usage=raw.get("usage") if isinstance(raw.get("usage"), dict) else None,
         turns=raw.get("turns") if isinstance(raw.get("turns"), int) else None,
+        message_key=raw.get("message_key") if isinstance(raw.get("message_key"), str) else None,
         extra={k: copy.deepcopy(v) for k, v in raw.items() if k not in _KNOWN},
     )
 
@@ -143,7 +147,10 @@ def write(task: Task, private: Private) -> None:
     out: dict[str, Any] = {**private.extra, "v": VERSION, "owner": private.owner}
     out["input"] = {"text": private.input_text}
     out["phase"] = private.phase
-    for key in ("pending", "transcript", "style", "answer", "worker", "error", "usage", "turns"):
+    for key in (
+        "pending", "transcript", "style", "answer", "worker", "error", "usage", "turns",
+        "message_key",
+    ):  # fmt: skip
         value = getattr(private, key)
         if value is not None:
             out[key] = value

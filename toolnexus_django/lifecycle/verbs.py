@@ -16,12 +16,13 @@ import logging
 from typing import Any
 
 from ..bounds import bound_transcript, cut_text
+from ..conf import toolnexus_settings
 from ..signals import task_event
 from ..stores import TaskStore
 from ..stores.base import Task
 from . import states, wakeups
 from .events import SYSTEM, USER, WORKER, Event
-from .messages import agent_message, new_id, now_iso, text_part, user_message
+from .messages import agent_message, message_key, new_id, now_iso, text_part, user_message
 from .moves import (
     MAX_REASON_CHARS,
     Moved,
@@ -47,7 +48,10 @@ def submit(
     store: TaskStore, message: dict[str, Any], *, owner: str | None, text: str, via: str = "a2a"
 ) -> Moved:
     """A ``submitted`` Task for an incoming user message, stored with its
-    first event; returned as stored (a fast worker may already move it)."""
+    first event; returned as stored (a fast worker may already move it).
+    Raises :class:`~toolnexus_django.stores.DuplicateMessage` when ``owner``
+    already started a Task with this ``messageId`` within
+    ``IDEMPOTENCY_WINDOW``: a repeated send makes no second Task."""
     tid = new_id()
     context_id = message.get("contextId")
     if not isinstance(context_id, str) or not context_id:
@@ -56,6 +60,8 @@ def submit(
     task["status"] = {"state": states.SUBMITTED, "timestamp": now_iso()}
     task["history"] = [user_message(message, task=task)]
     private = Private(owner=owner, input_text=text, phase=states.QUEUED, seq=1)
+    if toolnexus_settings.IDEMPOTENCY_WINDOW != 0:
+        private.message_key = message_key(owner, message.get("messageId"))
     write(task, private)
     event = Event(
         task_id=tid,

@@ -20,7 +20,7 @@ from django.utils.module_loading import import_string
 from ..conf import toolnexus_settings
 from ..registry import PerProcess
 from .adapter import ToolnexusStoreAdapter, as_toolnexus_store
-from .base import PRIVATE_KEY, Task, TaskStore
+from .base import PRIVATE_KEY, DuplicateMessage, Task, TaskStore
 from .db import DjangoTaskStore
 from .file import FileTaskStore
 from .memory import InMemoryTaskStore
@@ -28,6 +28,7 @@ from .memory import InMemoryTaskStore
 __all__ = [
     "PRIVATE_KEY",
     "DjangoTaskStore",
+    "DuplicateMessage",
     "FileTaskStore",
     "InMemoryTaskStore",
     "InvalidStoreError",

@@ -35,6 +35,62 @@ TERMINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
 AWAITING_HUMAN_STATES = frozenset({"input-required", "auth-required"})
 
 
+class DuplicateMessage(Exception):
+    """A send repeats a ``messageId`` its owner already started a Task with
+    (within ``IDEMPOTENCY_WINDOW``): ``task_id`` is that Task's."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"this message already started Task {task_id}")
+        self.task_id = task_id
+
+
+def message_key_of(task: Task | None) -> str | None:
+    """The Task's message key (who sent which messageId), if it has one."""
+    key = ((task or {}).get(PRIVATE_KEY) or {}).get("message_key")
+    return key if isinstance(key, str) and key else None
+
+
+def repeats_since() -> datetime | None:
+    """Sends since when count as repeats (``IDEMPOTENCY_WINDOW`` seconds
+    ago; None: for ever). Raises LookupError when repeats are not looked for
+    (the window is 0)."""
+    from datetime import timedelta
+
+    from ..conf import toolnexus_settings
+
+    window = toolnexus_settings.IDEMPOTENCY_WINDOW
+    if window is None:
+        return None
+    if float(window) <= 0:
+        raise LookupError("IDEMPOTENCY_WINDOW is 0: sends are not deduplicated")
+    return datetime.now(UTC) - timedelta(seconds=float(window))
+
+
+class MessageIndex:
+    """Which Task each message key started, and when (the memory and file
+    stores, and custom stores: within one process). Use under a lock."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, tuple[str, datetime]] = {}
+
+    def taken(self, key: str | None) -> str | None:
+        """The id of the Task ``key`` started within the window, if any."""
+        if key is None:
+            return None
+        try:
+            since = repeats_since()
+        except LookupError:
+            return None
+        held = self._keys.get(key)
+        if held is None or (since is not None and held[1] < since):
+            return None
+        return held[0]
+
+    def record(self, key: str | None, task_id: str) -> None:
+        if key is not None:
+            self._keys[key] = (task_id, datetime.now(UTC))
+
+
 class TerminalTaskError(ValueError):
     """A save would change a Task that already reached a terminal state."""
 
@@ -119,10 +175,18 @@ class TaskStore(ABC):
         """Persist ``task`` under ``task["id"]`` (insert or replace)."""
 
     def create(self, task: Task, event: Event | None = None) -> None:
-        """Store a new Task with its first event. This default keeps the
-        event inline, in the Task (see :func:`inline_events`)."""
-        add_inline_event(task, None, event)
-        self.save(task)
+        """Store a new Task with its first event — unless its message key is
+        taken (:class:`DuplicateMessage`). This default keeps the event
+        inline, in the Task (see :func:`inline_events`), and knows the
+        message keys of this process only."""
+        with self._transition_lock():
+            index: MessageIndex = self.__dict__.setdefault("_message_index", MessageIndex())
+            key = message_key_of(task)
+            if (taken := index.taken(key)) is not None and self.get(taken) is not None:
+                raise DuplicateMessage(taken)
+            add_inline_event(task, None, event)
+            self.save(task)
+            index.record(key, task_id_of(task))
 
     def compare_and_set(self, expected: Task, new: Task, event: Event | None = None) -> bool:
         """Guarded transition: store ``new`` only if the stored Task is still

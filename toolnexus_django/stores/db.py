@@ -8,20 +8,23 @@ from datetime import UTC, datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import connections, transaction
+from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
 from .base import (
     MAX_ID_LENGTH,
     PRIVATE_KEY,
     TERMINAL_STATES,
+    DuplicateMessage,
     Event,
     Task,
     TaskQuery,
     TaskStore,
     TerminalTaskError,
     bump_revision,
+    message_key_of,
     parse_instant,
+    repeats_since,
     request_expiry,
     revision_of,
     state_of,
@@ -162,6 +165,7 @@ class DjangoTaskStore(TaskStore):
             "lease_owner": str(lease.get("owner") or "")[:255],
             "lease_expires_at": parse_instant(lease.get("until")),
             "attempts": int(private.get("attempts") or 0),
+            "message_key": message_key_of(task),
         }
 
     def save(self, task: Task, event: Event | None = None) -> None:
@@ -178,7 +182,9 @@ class DjangoTaskStore(TaskStore):
         params = [fields[n].get_db_prep_save(values[n], connection) for n in names]
         qn = connection.ops.quote_name
         table = qn(model._meta.db_table)
-        updated = [n for n in names if n not in ("id", "created_at")]
+        # The message key is set once, by the INSERT: a move never writes it
+        # (a key released after IDEMPOTENCY_WINDOW may belong to a newer Task).
+        updated = [n for n in names if n not in ("id", "created_at", "message_key")]
         terminal = ", ".join(["%s"] * len(TERMINAL_STATES))
         sql = (
             f"INSERT INTO {table} ({', '.join(qn(n) for n in names)}) "
@@ -194,12 +200,61 @@ class DjangoTaskStore(TaskStore):
                 raise TerminalTaskError(tid, state_of(stored) or "finished")
 
     def create(self, task: Task, event: Event | None = None) -> None:
+        """Insert a new Task with its first event; :class:`DuplicateMessage`
+        when its message key (unique) belongs to a Task made within
+        ``IDEMPOTENCY_WINDOW`` (an older holder gives the key up)."""
+        key = message_key_of(task)
+        try:
+            self._insert(task, event, guarded=key is not None)
+        except IntegrityError:
+            held = self._holder_of(key) if key is not None else None
+            if held is None:
+                raise
+            holder, created = held
+            try:
+                since = repeats_since()
+            except LookupError:
+                since = datetime.max.replace(tzinfo=UTC)  # not looked for: give it up
+            if since is None or _aware(created) >= since:
+                raise DuplicateMessage(holder) from None
+            self._release_key(key)  # type: ignore[arg-type]
+            self._insert(task, event, guarded=True)
+
+    def _insert(self, task: Task, event: Event | None, *, guarded: bool) -> None:
+        connection = connections[self.using]
         if self.triggers or event is None:
-            self.save(task, event)  # the trigger writes the event with the row
+            if guarded and connection.in_atomic_block:
+                # A unique violation must not break the caller's transaction.
+                with transaction.atomic(using=self.using):
+                    self.save(task, event)
+            else:
+                self.save(task, event)  # the trigger writes the event with the row
             return
         with transaction.atomic(using=self.using):
             self.save(task)
             self._add_event(event)
+
+    def _holder_of(self, key: str) -> tuple[str, Any] | None:
+        connection = connections[self.using]
+        qn = connection.ops.quote_name
+        sql = (
+            f"SELECT {qn('id')}, {qn('created_at')} FROM {qn(self.model._meta.db_table)} "
+            f"WHERE {qn('message_key')} = %s"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [key])
+            row = cursor.fetchone()
+        return (str(row[0]), row[1]) if row else None
+
+    def _release_key(self, key: str) -> None:
+        connection = connections[self.using]
+        qn = connection.ops.quote_name
+        sql = (
+            f"UPDATE {qn(self.model._meta.db_table)} SET {qn('message_key')} = NULL "
+            f"WHERE {qn('message_key')} = %s"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [key])
 
     def compare_and_set(self, expected: Task, new: Task, event: Event | None = None) -> bool:
         tid = task_id_of(new)
@@ -226,6 +281,7 @@ class DjangoTaskStore(TaskStore):
         most of a move's cost)."""
         connection = connections[self.using]
         fields = _fields(self.model)
+        columns = {k: v for k, v in columns.items() if k != "message_key"}  # set once, at INSERT
         names = [*columns, "updated_at"]
         values = [*columns.values(), timezone.now()]
         params = [

@@ -20,7 +20,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 try:
@@ -33,12 +33,15 @@ from toolnexus import sanitize
 from .base import (
     MAX_ID_LENGTH,
     TERMINAL_STATES,
+    DuplicateMessage,
     Event,
     Task,
     TaskStore,
     TerminalTaskError,
     add_inline_event,
     bump_revision,
+    message_key_of,
+    repeats_since,
     same_version,
     select_stale,
     select_waiting,
@@ -57,6 +60,22 @@ HASH_LENGTH = 16
 
 #: The directory-wide lock file writers take (readers never need it).
 LOCK_NAME = ".lock"
+#: Where the message keys of idempotent sends are kept.
+MESSAGES_DIR = ".messages"
+
+
+def _marker_task(marker: Path) -> str | None:
+    """The Task a message-key file names, if it is within the window."""
+    try:
+        held = json.loads(marker.read_text())
+        task_id, at = str(held["task"]), datetime.fromisoformat(held["at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        since = repeats_since()
+    except LookupError:
+        return None
+    return None if since is not None and at < since else task_id
 
 
 def file_name(id: str) -> str:
@@ -165,6 +184,29 @@ class FileTaskStore(TaskStore):
             if state_of(stored) in TERMINAL_STATES:
                 raise TerminalTaskError(tid, state_of(stored))
             self._put(tid, task)
+
+    def create(self, task: Task, event: Event | None = None) -> None:
+        """Store a new Task (its event inline), unless its message key is
+        taken: the keys live in ``<dir>/.messages/`` (a file per key, named
+        by its sha256), written under the same lock, so every process of the
+        machine sees them."""
+        tid = task_id_of(task)
+        key = message_key_of(task)
+        with self._locked():
+            marker = (
+                self.dir / MESSAGES_DIR / hashlib.sha256(key.encode()).hexdigest() if key else None
+            )
+            if marker is not None and (taken := _marker_task(marker)) is not None:
+                if self.get(taken) is not None:
+                    raise DuplicateMessage(taken)
+            stored = self.get(tid)
+            if state_of(stored) in TERMINAL_STATES:
+                raise TerminalTaskError(tid, state_of(stored))
+            add_inline_event(task, None, event)
+            self._put(tid, task)
+            if marker is not None:
+                marker.parent.mkdir(exist_ok=True)
+                marker.write_text(json.dumps({"task": tid, "at": datetime.now(UTC).isoformat()}))
 
     def compare_and_set(self, expected: Task, new: Task, event: Event | None = None) -> bool:
         tid = task_id_of(new)

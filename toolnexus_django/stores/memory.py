@@ -8,12 +8,15 @@ from datetime import datetime
 
 from .base import (
     TERMINAL_STATES,
+    DuplicateMessage,
     Event,
+    MessageIndex,
     Task,
     TaskStore,
     TerminalTaskError,
     add_inline_event,
     bump_revision,
+    message_key_of,
     same_version,
     select_stale,
     select_waiting,
@@ -30,6 +33,7 @@ class InMemoryTaskStore(TaskStore):
     def __init__(self) -> None:
         self._tasks: dict[str, Task] = {}
         self._lock = threading.Lock()
+        self._messages = MessageIndex()
 
     def get(self, id: str) -> Task | None:
         with self._lock:
@@ -44,6 +48,19 @@ class InMemoryTaskStore(TaskStore):
             if state_of(stored) in TERMINAL_STATES:
                 raise TerminalTaskError(tid, state_of(stored))
             self._tasks[tid] = snapshot
+
+    def create(self, task: Task, event: Event | None = None) -> None:
+        tid = task_id_of(task)
+        key = message_key_of(task)
+        add_inline_event(task, None, event)
+        snapshot = copy.deepcopy(task)
+        with self._lock:
+            if (taken := self._messages.taken(key)) is not None and taken in self._tasks:
+                raise DuplicateMessage(taken)
+            if state_of(self._tasks.get(tid)) in TERMINAL_STATES:
+                raise TerminalTaskError(tid, state_of(self._tasks.get(tid)))
+            self._tasks[tid] = snapshot
+            self._messages.record(key, tid)
 
     def compare_and_set(self, expected: Task, new: Task, event: Event | None = None) -> bool:
         tid = task_id_of(new)

@@ -25,6 +25,7 @@ class AsgiServer:
             http=protocol,
             loop="uvloop",
             lifespan="off",
+            proxy_headers=False,  # as toolnexus_serve: Django's settings decide
             log_config=None,
             access_log=False,
             timeout_graceful_shutdown=2,

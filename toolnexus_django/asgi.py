@@ -137,12 +137,13 @@ class AgentApplication:
 
 
 def _host_allowed(scope: Scope) -> bool:
-    for name, value in scope.get("headers") or ():
-        if name == b"host":
-            host = value.decode("latin-1")
-            break
-    else:
-        host = str((scope.get("server") or ("",))[0])
+    """Django's ``get_host`` check: the Host (or, with USE_X_FORWARDED_HOST,
+    the X-Forwarded-Host) must be in ALLOWED_HOSTS."""
+    headers = dict(scope.get("headers") or ())
+    raw = headers.get(b"host")
+    if settings.USE_X_FORWARDED_HOST and headers.get(b"x-forwarded-host"):
+        raw = headers[b"x-forwarded-host"]
+    host = raw.decode("latin-1") if raw else str((scope.get("server") or ("",))[0])
     domain, _ = split_domain_port(host)
     allowed = list(settings.ALLOWED_HOSTS)
     if settings.DEBUG and not allowed:

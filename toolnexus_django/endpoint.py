@@ -292,29 +292,29 @@ async def stream_events(receive: Receive, send: Send, rid: Any, stream: EventStr
 # -- the Agent Card -------------------------------------------------------------------------------
 
 
-def endpoint_url(scope: Scope, headers: dict[str, str], rpc_path: str) -> str:
-    scheme = scope.get("scheme") or "http"
-    host = headers.get("host")
-    if not host:
-        server = scope.get("server") or ("localhost", None)
-        host = f"{server[0]}:{server[1]}" if server[1] else str(server[0])
-    return f"{scheme}://{host}{scope.get('root_path', '')}{rpc_path}"
+def endpoint_url(scope: Scope, rpc_path: str) -> str:
+    """The endpoint's absolute URL as this request sees it: Django's own
+    ``build_absolute_uri``, so a reverse proxy's ``X-Forwarded-Host`` /
+    ``-Proto`` count exactly where the settings say (``USE_X_FORWARDED_HOST``,
+    ``SECURE_PROXY_SSL_HEADER``)."""
+    from django.core.handlers.asgi import ASGIRequest
+
+    return ASGIRequest(scope, io.BytesIO()).build_absolute_uri(rpc_path)
 
 
-def card_for(url: str) -> bytes:
+def card_for(scope: Scope, rpc_path: str) -> bytes:
     rpc_auth = _classes(
         toolnexus_settings.AUTHENTICATION_CLASSES, api_settings.DEFAULT_AUTHENTICATION_CLASSES
     )
-    return dumps(build_card(url, rpc_auth))
+    return dumps(build_card(endpoint_url(scope, rpc_path), rpc_auth))
 
 
 async def serve_card(scope: Scope, receive: Receive, send: Send, rpc_path: str) -> None:
     """``GET <prefix>/.well-known/agent-card.json``: public, like any A2A card."""
-    url = endpoint_url(scope, headers_of(scope), rpc_path)
     try:
         # On a thread: the card reads the skills from disk (cached) and may
         # call the project's hooks.
-        body = await run_sync(card_for, url)
+        body = await run_sync(card_for, scope, rpc_path)
     except Exception:
         logger.exception("building the Agent Card failed")
         await respond_json(send, {"detail": "Internal error"}, status=500)

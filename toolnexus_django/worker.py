@@ -173,6 +173,7 @@ class AgentWorker(Worker):
             http=protocol,
             loop="uvloop",
             lifespan="off",  # this worker starts and stops the app's work itself
+            proxy_headers=False,  # Django decides (SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST)
             log_config=None,
             access_log=bool(self.cfg.accesslog),
             timeout_keep_alive=5,

@@ -13,6 +13,7 @@ LLM_API_KEY       default "not-needed"
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -34,9 +35,13 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "django_tasks_db",
     "toolnexus_django",
 ]
+# django-tasks-db (the tests' db_worker backend) is a test dependency: the
+# demo runs without it (pip install -e '.[demo]').
+HAS_TASKS_DB = importlib.util.find_spec("django_tasks_db") is not None
+if HAS_TASKS_DB:
+    INSTALLED_APPS.insert(-1, "django_tasks_db")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -119,10 +124,9 @@ else:
 # Fulfilment runs on the app's in-process backend unless TOOLNEXUS_TASK_BACKEND
 # names another: "database" = django-tasks-db, run by `manage.py db_worker
 # --backend database` processes.
-TASKS = {
-    "default": {"BACKEND": "toolnexus_django.backends.InProcessBackend"},
-    "database": {"BACKEND": "django_tasks_db.DatabaseBackend"},
-}
+TASKS = {"default": {"BACKEND": "toolnexus_django.backends.InProcessBackend"}}
+if HAS_TASKS_DB:
+    TASKS["database"] = {"BACKEND": "django_tasks_db.DatabaseBackend"}
 
 TOOLNEXUS = {
     "STORE": os.environ.get("TOOLNEXUS_STORE", "django"),

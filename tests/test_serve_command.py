@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+import queue
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import uvicorn
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
@@ -26,6 +30,7 @@ from tests.servers import (
 from tests.utils import private_of
 from toolnexus_django.server import describe_model, parse_addrport
 from toolnexus_django.stores import DjangoTaskStore
+from toolnexus_django.worker import STOP_SIGNALS, AgentServer, AgentWorker
 
 
 def stored_state(task_id: str) -> str | None:
@@ -64,11 +69,17 @@ def test_serves_the_agent_and_stops_on_sigterm(fake_llm: FakeLLM, tmp_path: Path
         if master_threads.exists():  # Linux: the master runs nothing but gunicorn
             assert len(list(master_threads.iterdir())) == 1
 
-        t0 = time.monotonic()
         server.signal(signal.SIGTERM)
         assert server.wait(timeout=20) == 0
-        assert time.monotonic() - t0 < 15
-        assert "toolnexus_serve stopped." in server.output()
+        out = server.output()
+        assert "toolnexus_serve stopped." in out
+        # Every worker stopped on the signal -- none was left for the master to
+        # kill at the end of its graceful timeout (one that was booting when
+        # the signal came used to be).
+        booted = re.findall(r"Booting worker with pid: (\d+)", out)
+        assert booted
+        assert sorted(re.findall(r"Worker exiting \(pid: (\d+)\)", out)) == sorted(booted)
+        assert "SIGKILL" not in out
 
 
 @pytest.mark.slow
@@ -268,3 +279,59 @@ def test_describe_model() -> None:
         "testproject.demo.offline_client - Deterministic offline demo model"
     )
     assert "cannot be imported" in describe_model("nowhere.factory")
+
+
+# -- a stop asked while a worker boots -----------------------------------------
+
+
+@pytest.fixture
+def stop_handlers() -> Any:
+    """Put this process's stop-signal handlers back after the test."""
+    before = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    yield
+    for sig, handler in before.items():
+        signal.signal(sig, handler)
+
+
+def booting_worker() -> AgentWorker:
+    from gunicorn.config import Config
+    from gunicorn.glogging import Logger
+
+    cfg = Config()
+    return AgentWorker(1, os.getpid(), [], None, 30, cfg, Logger(cfg))
+
+
+def test_a_stop_signal_queued_for_the_master_before_the_worker_took_over_is_kept(
+    stop_handlers: None,
+) -> None:
+    # From the fork until a worker has its own handlers, gunicorn's master
+    # handler is in place and only queues the signal in the child's copy of
+    # the master's queue: that SIGTERM used to be lost, and the master waited
+    # out its graceful timeout before killing the worker.
+    master_queue: queue.SimpleQueue[int] = queue.SimpleQueue()
+    master_queue.put_nowait(signal.SIGWINCH)
+    master_queue.put_nowait(signal.SIGTERM)
+    worker = booting_worker()
+    worker.hold_stop_signals(master_queue)
+    assert worker.early_stops == [signal.SIGTERM]
+
+    # gunicorn before 24 queued in a list.
+    worker = booting_worker()
+    worker.hold_stop_signals([signal.SIGINT])
+    assert worker.early_stops == [signal.SIGINT]
+
+
+def test_a_stop_signal_while_the_worker_boots_is_kept_for_the_server(stop_handlers: None) -> None:
+    worker = booting_worker()
+    worker.hold_stop_signals(queue.SimpleQueue())
+    worker.init_signals()  # gunicorn's step: the stop signals stay held
+    os.kill(os.getpid(), signal.SIGTERM)  # would end this test process if lost to SIG_DFL
+    wait_until(lambda: worker.early_stops == [signal.SIGTERM], timeout=5)
+
+    stopped: list[bool] = []
+    server = AgentServer(uvicorn.Config(app=None), lambda: stopped.append(True), worker.early_stops)
+    with server.capture_signals():
+        # The server starts out stopping: it drains and ends as on any SIGTERM.
+        assert server.should_exit and not server.force_exit
+        assert stopped == [True]
+    assert signal.getsignal(signal.SIGTERM) == worker._note_stop

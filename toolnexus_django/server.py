@@ -266,6 +266,7 @@ def _pre_fork(arbiter: Arbiter, worker: Any) -> None:
 
 
 def _post_fork(arbiter: Arbiter, worker: Any) -> None:
+    worker.hold_stop_signals(getattr(arbiter, "SIG_QUEUE", None))
     # This copy of the config is the worker's own: its HTTP drain gets the
     # grace, the master (above) waits a little longer before SIGKILL.
     worker.cfg.set("graceful_timeout", math.ceil(worker.grace))

@@ -9,6 +9,7 @@ import contextlib
 import logging
 import math
 import os
+import queue
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +25,9 @@ logger = logging.getLogger("toolnexus_django.server")
 
 #: Seconds a stopping worker gives running Tasks.
 DEFAULT_GRACE = 10.0
+
+#: The signals that stop a worker (see AgentServer.handle_exit).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 
 
 def start_housekeeping() -> Any:
@@ -124,16 +128,24 @@ class AgentServer(uvicorn.Server):
     uvicorn does): the worker still has its running Tasks to see to.
     """
 
-    def __init__(self, config: uvicorn.Config, stop_waiting: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        stop_waiting: Callable[[], None],
+        early_stops: list[int] | None = None,
+    ) -> None:
         super().__init__(config)
         self.stop_waiting = stop_waiting
+        #: Stop signals that came before this server handled signals itself.
+        self.early_stops = early_stops if early_stops is not None else []
         self.stopping_since: float | None = None
         self.quick = False
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        handled = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
-        before = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        before = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+        for sig in list(self.early_stops):  # a stop asked while the worker booted
+            self.handle_exit(sig, None)
         try:
             yield
         finally:
@@ -156,11 +168,41 @@ class AgentWorker(Worker):
     grace: float = DEFAULT_GRACE
     header_timeout: float = 30.0
 
+    def hold_stop_signals(self, master_queue: Any) -> None:
+        """Called first thing after the fork: keep a stop signal for the server.
+
+        Works around gunicorn: from the fork until a worker installs its own
+        handlers, the master's handler is still in place, which only queues
+        the signal in the child's copy of the master's queue. A SIGTERM sent
+        while a worker boots was lost that way, and the master waited out its
+        whole graceful timeout before it killed the worker.
+        """
+        self.early_stops: list[int] = []
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._note_stop)
+        # What reached the master's handler here before this one took over
+        # (a SimpleQueue since gunicorn 24, a list before).
+        if isinstance(master_queue, list):
+            queued = list(master_queue)
+        else:
+            queued = []
+            with contextlib.suppress(queue.Empty, AttributeError):
+                while True:
+                    queued.append(master_queue.get_nowait())
+        for sig in queued:
+            if sig in STOP_SIGNALS:
+                self._note_stop(sig, None)
+
+    def _note_stop(self, sig: int, frame: FrameType | None) -> None:
+        self.early_stops.append(sig)
+
     def init_signals(self) -> None:
         # The server installs its own handlers (AgentServer.capture_signals);
-        # until then a signal ends the process as it would by default.
+        # until then a stop signal is kept for it (hold_stop_signals) and any
+        # other signal ends the process as it would by default.
         for sig in self.SIGNALS:
-            signal.signal(sig, signal.SIG_DFL)
+            if sig not in STOP_SIGNALS:
+                signal.signal(sig, signal.SIG_DFL)
 
     def run(self) -> None:
         protocol = type(
@@ -182,7 +224,7 @@ class AgentWorker(Worker):
             callback_notify=self._notify,
             backlog=self.cfg.backlog,
         )
-        server = AgentServer(config, waiting_stopper())
+        server = AgentServer(config, waiting_stopper(), getattr(self, "early_stops", None))
         housekeeper = start_housekeeping()
         try:
             server.run(sockets=[s.sock for s in self.sockets])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -51,6 +52,8 @@ def _read_skills() -> list[dict[str, Any]]:
     found = toolnexus.list_skills(dirs).skills if dirs else []
     wanted = toolnexus_settings.AGENT.get("skills")
     selected = [s for s in found if wanted is None or s.name in wanted]
+    if not selected and wanted is None:
+        return [agent_skill()]
     return [
         {
             "id": s.name,
@@ -61,6 +64,20 @@ def _read_skills() -> list[dict[str, Any]]:
         }
         for s in sorted(selected, key=lambda s: s.name)
     ]
+
+
+def agent_skill() -> dict[str, Any]:
+    """The one skill of an agent without SKILL.md skills: the agent itself
+    (clients such as toolnexus's ``agent()`` make one tool per skill, so a card
+    with none would offer them nothing to call)."""
+    agent = toolnexus_settings.AGENT
+    name = str(agent.get("name") or "toolnexus-agent")
+    return {
+        "id": re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-") or "agent",
+        "name": name,
+        "description": str(agent.get("description") or f"Send {name} a task in plain words."),
+        "tags": ["agent"],
+    }
 
 
 #: Read once per process, and again when settings change.
@@ -74,7 +91,8 @@ _security_lock = threading.Lock()
 
 def card_skills() -> list[dict[str, Any]]:
     """The card's skills: every SKILL.md under TOOLKIT["skills_dir"], filtered
-    by AGENT["skills"]."""
+    by AGENT["skills"]; with none at all (and no filter), the agent itself
+    (:func:`agent_skill`)."""
     return _skills.get()
 
 

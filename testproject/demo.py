@@ -3,7 +3,8 @@
 requester can never approve its own claim), ``ask_requester`` asks the
 *requester* for missing details (kind ``input``, answered by a message with
 the taskId, or by a reviewer) — and a deterministic offline model for when
-no LLM_BASE_URL is set."""
+no LLM_BASE_URL is set. ``file_expense`` is the app's example tool
+(:mod:`toolnexus_django.examples`), re-exported here."""
 
 from __future__ import annotations
 
@@ -15,43 +16,13 @@ from typing import Any
 import toolnexus
 from toolnexus import ToolContext, ToolResult
 
-COST_CENTERS = ["travel", "equipment", "training", "other"]
-
-APPROVAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "cost_center": {"type": "string", "enum": COST_CENTERS, "title": "Cost center"},
-        "approved_amount": {"type": "number", "title": "Approved amount"},
-        "note": {"type": "string", "title": "Note for the claimant"},
-    },
-    "required": ["cost_center"],
-}
-
-
-def _file_expense(
-    amount: float, description: str, ctx: ToolContext | None = None
-) -> ToolResult | str:
-    """File an expense claim. A person must approve every claim before it is filed."""
-    answer = ctx.answer if ctx is not None else None
-    if answer is None:
-        # Always ask first, whatever the arguments. A unique id: toolnexus's
-        # default pending ids can collide across processes.
-        return toolnexus.pending(
-            kind="approval",
-            id=f"approve-{uuid.uuid4()}",
-            prompt=f"Approve an expense claim of {amount:.2f} for {description!r}?",
-            data={"tool": "file_expense", "amount": amount, "schema": APPROVAL_SCHEMA},
-        )
-    if not answer.ok:
-        reason = answer.reason or "declined"
-        return f"The expense claim was not approved ({reason}); nothing was filed."
-    data = answer.data or {}
-    filed = data.get("approved_amount", amount)
-    where = data.get("cost_center", "other")
-    return f"Filed expense claim EXP-{uuid.uuid4().hex[:6].upper()}: {filed} under {where}."
-
-
-file_expense = toolnexus.tool(name="file_expense")(_file_expense)
+# The approval tool is the app's shipped example (the README's Install names
+# it); re-exported so "testproject.demo.file_expense" keeps working.
+from toolnexus_django.examples import (  # noqa: F401
+    APPROVAL_SCHEMA,
+    COST_CENTERS,
+    file_expense,
+)
 
 #: What ask_requester's answer must look like: ``output`` is toolnexus's key
 #: for a plain-text answer, so a text message answers it as well as a data part.

@@ -20,6 +20,9 @@ LAYERS: list[set[str]] = [
         "schemas",
         "threads",
         "dbthreads",
+        # The README Install's example tool: imports nothing of the app, so
+        # a project can copy it as it is.
+        "examples",
     },
     {"compat"},
     {"stores", "models", "migrations"},

@@ -370,6 +370,36 @@ def test_w001_client_without_base_url_or_model(settings: Any, client: dict[str, 
     call_command("check", stdout=io.StringIO(), stderr=io.StringIO())
 
 
+# -- W004 ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api_key", ["", None], ids=repr)
+def test_w004_client_without_an_api_key_anywhere(
+    settings: Any, monkeypatch: pytest.MonkeyPatch, api_key: str | None
+) -> None:
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    settings.TOOLNEXUS = {**GOOD, "CLIENT": {**GOOD["CLIENT"], "api_key": api_key}}
+    messages = our_messages()
+    assert ids_of(messages) == {"W004"}
+    assert messages[0].level == checks.WARNING
+    assert "OPENAI_API_KEY" in (messages[0].hint or "")
+    # The pasted Install's empty default must not stop check or migrate.
+    call_command("check", stdout=io.StringIO(), stderr=io.StringIO())
+
+
+@pytest.mark.parametrize("name", ["OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"])
+def test_w004_not_when_the_environment_holds_a_key(
+    settings: Any, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    # toolnexus's client falls back to these when api_key is empty.
+    for other in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(other, raising=False)
+    monkeypatch.setenv(name, "sk-test")
+    settings.TOOLNEXUS = {**GOOD, "CLIENT": {**GOOD["CLIENT"], "api_key": ""}}
+    assert ids_of(our_messages()) == set()
+
+
 def test_an_error_does_stop_manage_py_check(settings: Any) -> None:
     settings.TOOLNEXUS = {**GOOD, "MAX_RUNS": 0}
     with pytest.raises(SystemCheckError, match=r"toolnexus_django\.E009"):

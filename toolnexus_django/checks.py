@@ -17,6 +17,7 @@ toolnexus_django.E010    REVIEW_NOTIFY_EMAILS / REVIEW_BASE_URL malformed
 toolnexus_django.W001    CLIENT has no base_url or model: runs will fail
 toolnexus_django.W002    the endpoint admits anonymous callers, DEBUG off
 toolnexus_django.W003    a retired key is set (it has no effect)
+toolnexus_django.W004    CLIENT has no api_key and none is in the environment: runs will fail
 =======================  =====================================================
 """
 
@@ -34,6 +35,8 @@ from django.utils.module_loading import import_string
 from .conf import DEFAULTS, RETIRED, SETTING_NAME, known_keys, merge
 
 CLIENT_STYLES = ("openai", "anthropic")
+#: Where toolnexus's client looks for a key when CLIENT's api_key is empty.
+API_KEY_ENV = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 
 def _id(n: str) -> str:
@@ -235,6 +238,18 @@ def _check_sections(cfg: dict[str, Any]) -> list[CheckMessage]:
                     f"{SETTING_NAME}['CLIENT'] has no base_url or model: every run will fail",
                     hint="Set CLIENT base_url and model, or a dotted path to a client factory.",
                     id=_id("W001"),
+                )
+            )
+        elif not client.get("api_key") and not any(os.environ.get(k) for k in API_KEY_ENV):
+            # A warning, not an error: migrate, createsuperuser and the rest
+            # must run before the key is there (the pasted Install reads it
+            # from the environment, default "").
+            errors.append(
+                Warning(
+                    f"{SETTING_NAME}['CLIENT'] has no api_key and none of"
+                    f" {' / '.join(API_KEY_ENV)} is set: every run will fail",
+                    hint="Set OPENAI_API_KEY (any value for a local server that needs none).",
+                    id=_id("W004"),
                 )
             )
     return errors

@@ -1,6 +1,7 @@
 """The official a2a-sdk Python client (pinned in the ``test`` extra) against
-``manage.py toolnexus_serve`` in a subprocess: its v1.0 JSON-RPC transport and
-its v0.3 compat transport, on the same server and the same Tasks."""
+``manage.py toolnexus_serve`` in a subprocess: its v1.0 JSON-RPC transport, its
+v0.3 compat transport and its HTTP+JSON (REST) transport, on the same server
+and the same Tasks."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
 from a2a.client.client import Client
 from a2a.client.transports.jsonrpc import JsonRpcTransport
+from a2a.client.transports.rest import RestTransport
 from a2a.compat.v0_3.jsonrpc_transport import CompatJsonRpcTransport
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
@@ -46,7 +48,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 EXPENSE = ToolCall("file_expense", {"amount": 12.5, "description": "taxi"})
 ASK = ToolCall("ask_requester", {"question": "Where to, and on which dates?"})
-TRANSPORTS = ("v1.0", "v0.3")
+TRANSPORTS = ("v1.0", "v0.3", "rest")
 SETTLED = {
     TaskState.TASK_STATE_COMPLETED,
     TaskState.TASK_STATE_FAILED,
@@ -78,20 +80,27 @@ async def sdk_client(
     ``<base>/agent``, let the factory pick the transport.
 
     v1.0: the card as served (the factory prefers its 1.0 interface).
+    rest: the card as served, by a client that speaks only HTTP+JSON.
     v0.3: the card as a v0.3-only client sees it — its legacy url /
     protocolVersion / preferredTransport fields, without supportedInterfaces —
     which makes the factory choose the compat transport.
     """
     async with httpx.AsyncClient(timeout=httpx.Timeout(30)) as http:
         config = ClientConfig(streaming=streaming, httpx_client=http)
-        if transport == "v1.0":
+        if transport == "rest":
+            config.supported_protocol_bindings = ["HTTP+JSON"]
+        if transport in ("v1.0", "rest"):
             card = await A2ACardResolver(http, f"{base}/agent").get_agent_card()
         else:
             raw = (await http.get(f"{base}/agent/.well-known/agent-card.json")).json()
             raw.pop("supportedInterfaces")
             card = parse_agent_card(raw)
         client = ClientFactory(config).create(card)
-        expected = JsonRpcTransport if transport == "v1.0" else CompatJsonRpcTransport
+        expected = {
+            "v1.0": JsonRpcTransport,
+            "v0.3": CompatJsonRpcTransport,
+            "rest": RestTransport,
+        }[transport]
         assert isinstance(client._transport, expected)  # type: ignore[attr-defined]
         try:
             yield client
@@ -226,10 +235,11 @@ def test_cancel(fake_llm: FakeLLM, tmp_path: Path) -> None:
     run_against_server(tmp_path, fake_llm, scenario)
 
 
-def test_list_tasks_paging_v1(fake_llm: FakeLLM, tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["v1.0", "rest"])
+def test_list_tasks_paging_v1(fake_llm: FakeLLM, tmp_path: Path, transport: str) -> None:
     async def scenario(base: str) -> None:
         fake_llm.default = Text("listed")
-        async with sdk_client(base, "v1.0") as client:
+        async with sdk_client(base, transport) as client:
             ids = []
             for i in range(5):
                 task = await send(client, request(f"job {i}"))

@@ -122,15 +122,22 @@ def test_the_card_is_a_union_for_every_client(live_server: Any, configure: Any) 
     assert card["url"] == endpoint
     assert card["protocolVersion"] == "0.3.0"
     assert card["preferredTransport"] == "JSONRPC"
-    # v1.0 clients: the same endpoint once per protocol version.
+    # v1.0 clients: the JSON-RPC endpoint once per protocol version, and the
+    # HTTP+JSON binding, whose routes live under the same URL (<url>/message:send).
     assert card["supportedInterfaces"] == [
         {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": endpoint, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
         {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
     ]
     assert card["capabilities"] == {"streaming": True, "pushNotifications": False}
     assert all(skill["tags"] for skill in card["skills"])
     parsed = ParseDict(card, a2a_pb2.AgentCard(), ignore_unknown_fields=True)
-    assert [i.protocol_version for i in parsed.supported_interfaces] == ["1.0", "0.3"]
+    assert [i.protocol_version for i in parsed.supported_interfaces] == ["1.0", "1.0", "0.3"]
+    assert [i.protocol_binding for i in parsed.supported_interfaces] == [
+        "JSONRPC",
+        "HTTP+JSON",
+        "JSONRPC",
+    ]
     assert parsed.capabilities.streaming is True
 
 

@@ -270,6 +270,7 @@ def test_known_client_styles_pass(ids_for: Any, style: Any) -> None:
         {"CLIENT": ["http://x"]},
         {"AUTHENTICATION_CLASSES": "rest_framework.authentication.SessionAuthentication"},
         {"PERMISSION_CLASSES": {"rest_framework.permissions.AllowAny": True}},
+        {"EXTENDED_AGENT_CARD": {"skills": []}},
     ],
     ids=lambda o: repr(o)[:60],
 )
@@ -298,6 +299,7 @@ def test_tools_as_a_string_is_one_error_not_one_per_character(settings: Any) -> 
         {"TOOLKIT": {**GOOD["TOOLKIT"], "tools": ["testproject.demo.file_expense", "nodots"]}},
         {"AUTHENTICATION_CLASSES": ["no.such.Authentication"]},
         {"PERMISSION_CLASSES": ["rest_framework.permissions.NoSuchPermission"]},
+        {"EXTENDED_AGENT_CARD": "no.such.extended_card"},
     ],
     ids=lambda o: repr(o)[:60],
 )
@@ -308,6 +310,8 @@ def test_e007_dotted_paths_that_do_not_import(ids_for: Any, overrides: dict[str,
 def test_importable_dotted_paths_pass(ids_for: Any) -> None:
     assert ids_for(CLIENT="testproject.demo.offline_client") == set()
     assert ids_for(AUTHENTICATION_CLASSES=[], PERMISSION_CLASSES=None) == set()
+    assert ids_for(EXTENDED_AGENT_CARD=None) == set()
+    assert ids_for(EXTENDED_AGENT_CARD=lambda request, card: card) == set()
     assert ids_for(AUTHENTICATION_CLASSES=None) == set()
 
 

@@ -1,8 +1,8 @@
 """The project as an ASGI application, with the agent's endpoint served lean.
 
 :func:`get_asgi_application` wraps Django's own ASGI application. Requests for
-the agent's JSON-RPC endpoint and its Agent Card (wherever the project
-mounted ``toolnexus_django.urls``) are answered here, by coroutines that hold
+the agent's JSON-RPC endpoint, its HTTP+JSON routes and its Agent Card
+(wherever the project mounted ``toolnexus_django.urls``) are answered here, by coroutines that hold
 no thread while they wait — a stream or a blocking send waits on its Task's
 wake-ups — and hand their short database work to the database threads
 (:mod:`.dbthreads`). Everything else (the admin, the project's own views)
@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -91,13 +92,22 @@ class AgentApplication:
             root = scope.get("root_path", "")
             if root and path.startswith(root):
                 path = path[len(root) :]
+            rest = _rest_route(paths[0], path) if paths is not None else None
+            if rest is not None and paths is not None:
+                from .endpoint import serve_rest
+
+                if not _host_allowed(scope):
+                    await _plain(send, 400, b"Bad Request (invalid Host header)")
+                else:
+                    await serve_rest(scope, receive, send, paths[0], rest)
+                return
             if paths is not None and path in paths:
                 from .endpoint import serve_card, serve_rpc
 
                 if not _host_allowed(scope):
                     await _plain(send, 400, b"Bad Request (invalid Host header)")
                 elif path == paths[0] and scope["method"] == "POST":
-                    await serve_rpc(scope, receive, send)
+                    await serve_rpc(scope, receive, send, paths[0])
                     return
                 elif path == paths[1] and scope["method"] in ("GET", "HEAD"):
                     await serve_card(scope, receive, send, paths[0])
@@ -134,6 +144,17 @@ class AgentApplication:
         if self._housekeeper is not None:
             self._housekeeper.stop(timeout=1)
         stop_background_work(max(0.0, deadline - time.monotonic()))
+
+
+def _rest_route(rpc_path: str, path: str) -> str | None:
+    """The HTTP+JSON route ``path`` asks for under the endpoint's mount
+    (``"tasks/abc:cancel"``), or None when it is no such route."""
+    from .urls import REST_ROUTES
+
+    if not path.startswith(rpc_path) or len(path) == len(rpc_path):
+        return None
+    route = path[len(rpc_path) :]
+    return route if re.match(REST_ROUTES, route) else None
 
 
 def _host_allowed(scope: Scope) -> bool:

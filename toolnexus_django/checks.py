@@ -334,6 +334,17 @@ def _check_numbers(cfg: dict[str, Any]) -> list[CheckMessage]:
             errors.append(
                 Error(f"{SETTING_NAME}[{key!r}] must be seconds >= 0, or None", id=_id("E009"))
             )
+    extended = cfg["EXTENDED_AGENT_CARD"]
+    if isinstance(extended, str):
+        errors += _importable(extended, "['EXTENDED_AGENT_CARD']")
+    elif extended is not None and not callable(extended):
+        errors.append(
+            Error(
+                f"{SETTING_NAME}['EXTENDED_AGENT_CARD'] must be a callable (request, card) "
+                "-> card, its dotted path, or None",
+                id=_id("E006"),
+            )
+        )
     conversations = cfg["CONVERSATIONS"]
     if conversations not in (None, "auto", "django", "memory"):
         if isinstance(conversations, str):

@@ -150,6 +150,10 @@ DEFAULTS: dict[str, Any] = {
     # authentication classes; or a dict {name: scheme} in the A2A v0.3
     # (OpenAPI) form, e.g. {"bearer": {"type": "http", "scheme": "bearer"}}.
     "SECURITY_SCHEMES": None,
+    # The extended Agent Card authenticated callers get (GetExtendedAgentCard,
+    # GET <prefix>/extendedAgentCard): a callable (request, public card) ->
+    # card, or its dotted path; None = no extended card.
+    "EXTENDED_AGENT_CARD": "toolnexus_django.a2a.card.authenticated_card",
 }
 
 #: Nested dict settings whose missing keys fall back to the defaults above.

@@ -28,11 +28,20 @@ from django.conf import settings
 from rest_framework.permissions import AllowAny
 from rest_framework.settings import api_settings
 
-from .a2a.card import build_card
+from .a2a.card import build_card, card_headers, extended_card_builder, not_modified
 from .a2a.dialects import Dialect, version_asked
 from .a2a.follow import await_settled
-from .a2a.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError, failure, parse_request, success
-from .a2a.methods import Awaiting, CallContext, EventStream, dispatch
+from .a2a.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    RpcEnvelope,
+    RpcError,
+    failure,
+    parse_request,
+    success,
+)
+from .a2a.methods import Awaiting, CallContext, Envelope, EventStream, dispatch
+from .a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
 from .conf import toolnexus_settings
 from .dbthreads import run_sync
 from .stores import get_task_store
@@ -134,8 +143,8 @@ def with_session(request: Any) -> None:
             request.user = SimpleLazyObject(lambda: get_user(request))
 
 
-def authenticate(scope: Scope, body: bytes) -> tuple[str | None, tuple[int, bytes, Any] | None]:
-    """(the caller's owner id, None) — or (None, DRF's refusal as
+def authenticate(scope: Scope, body: bytes) -> tuple[Any, tuple[int, bytes, Any] | None]:
+    """(the authenticated DRF request, None) — or (None, DRF's refusal as
     (status, body, headers)). Runs the endpoint's DRF authentication,
     permission and throttle classes as DRF's ``APIView.dispatch`` does."""
     from django.core.handlers.asgi import ASGIRequest
@@ -156,9 +165,32 @@ def authenticate(scope: Scope, body: bytes) -> tuple[str | None, tuple[int, byte
             (k.lower().encode("latin-1"), str(v).encode("latin-1")) for k, v in response.items()
         ]
         return None, (response.status_code, response.content, headers)
-    user = request.user
-    owner = str(user.pk) if user is not None and user.is_authenticated else None
-    return owner, None
+    return request, None
+
+
+def owner_of(request: Any) -> str | None:
+    """The owner id of an authenticated request's caller (None: anonymous)."""
+    user = getattr(request, "user", None) if request is not None else None
+    return str(user.pk) if user is not None and user.is_authenticated else None
+
+
+def call_context(
+    scope: Scope, store: Any, request: Any, version: str | None, rpc_path: str
+) -> CallContext:
+    """Who is calling and what they may do, for :func:`dispatch`."""
+    return CallContext(
+        store=store,
+        actions=EndpointActions(store),
+        owner=owner_of(request),
+        a2a_version=version,
+        last_event_id=headers_of(scope).get("last-event-id"),
+        held=None,  # waiting holds no thread here
+        extended_card=(
+            extended_card_builder(request, endpoint_url(scope, rpc_path), _rpc_auth())
+            if request is not None
+            else None
+        ),
+    )
 
 
 # -- the JSON-RPC endpoint -------------------------------------------------------------------
@@ -182,10 +214,9 @@ def _speaks_v1(version: str | None) -> bool:
     return str(version or "").strip().startswith("1")
 
 
-async def serve_rpc(scope: Scope, receive: Receive, send: Send) -> None:
-    """``POST <prefix>/``: one JSON-RPC request."""
-    headers = headers_of(scope)
-    version = _version(scope, headers)
+async def read_request(scope: Scope, receive: Receive, send: Send, version: str | None) -> Any:
+    """The request's body and its caller: (body, DRF request or None), or
+    None when it was answered already (too big, too slow, refused by DRF)."""
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     try:
         body = await read_body(receive, limit, float(toolnexus_settings.READ_TIMEOUT))
@@ -196,42 +227,48 @@ async def serve_rpc(scope: Scope, receive: Receive, send: Send) -> None:
             data={"limit": limit},
             details=_speaks_v1(version),
         )
-        await respond_json(send, failure(None, too_big))
-        return
+        await _answer_error(send, scope, too_big)
+        return None
     except (TimeoutError, ClientGone):
         # Too slow (or gone): a 408 the client may never read; nothing was done.
         with contextlib.suppress(Exception):
             await respond(send, 408, b"Request Timeout", [(b"connection", b"close")])
-        return
+        return None
+    request = None
+    if _needs_drf():
+        request, refusal = await run_sync(authenticate, scope, body)
+        if refusal is not None:
+            await respond(send, *refusal)
+            return None
+    return body, request
+
+
+async def _answer_error(send: Send, scope: Scope, err: RpcError) -> None:
+    if scope.get("toolnexus.rest"):
+        await respond_rest_error(send, err)
+    else:
+        await respond_json(send, failure(None, err))
+
+
+async def serve_rpc(scope: Scope, receive: Receive, send: Send, rpc_path: str = "") -> None:
+    """``POST <prefix>/``: one JSON-RPC request."""
+    version = _version(scope, headers_of(scope))
     rid = None
     try:
-        owner = None
-        if _needs_drf():
-            owner, refusal = await run_sync(authenticate, scope, body)
-            if refusal is not None:
-                await respond(send, *refusal)
-                return
+        read = await read_request(scope, receive, send, version)
+        if read is None:
+            return
+        body, request = read
         rpc = parse_request(body)
         rid = rpc.id
         store = get_task_store()
-        ctx = CallContext(
-            store=store,
-            actions=EndpointActions(store),
-            owner=owner,
-            a2a_version=version,
-            last_event_id=headers.get("last-event-id"),
-            held=None,  # waiting holds no thread here
-        )
+        ctx = call_context(scope, store, request, version, rpc_path or scope.get("path", ""))
         result = await run_sync(dispatch, rpc, ctx)
         if isinstance(result, EventStream):
-            await stream_events(receive, send, rid, result)
+            await stream_events(receive, send, RpcEnvelope(rid), result)
             return
         if isinstance(result, Awaiting):
-            waiting = result
-            try:
-                result = waiting.result(await await_settled(store, waiting.task, run_sync))
-            finally:
-                waiting.close()
+            result = await _settle(store, result)
         await respond_json(send, success(rid, result))
     except RpcError as err:
         await respond_json(send, failure(err.id if err.id is not None else rid, err))
@@ -240,12 +277,64 @@ async def serve_rpc(scope: Scope, receive: Receive, send: Send) -> None:
         await respond_json(send, failure(rid, RpcError(INTERNAL_ERROR, "Internal error")))
 
 
+async def _settle(store: Any, waiting: Awaiting) -> Any:
+    try:
+        return waiting.result(await await_settled(store, waiting.task, run_sync))
+    finally:
+        waiting.close()
+
+
+async def serve_rest(scope: Scope, receive: Receive, send: Send, rpc_path: str, path: str) -> None:
+    """``<prefix>/message:send``, ``<prefix>/tasks/{id}``, ...: the HTTP+JSON
+    binding (a2a/rest.py), on the same operations as :func:`serve_rpc`."""
+    from urllib.parse import parse_qs
+
+    scope["toolnexus.rest"] = True
+    headers = headers_of(scope)
+    version = _version(scope, headers)
+    try:
+        read = await read_request(scope, receive, send, "1.0")
+        if read is None:
+            return
+        body, request = read
+        check_version(version)
+        query = parse_qs((scope.get("query_string") or b"").decode("latin-1"))
+        rpc = route(scope["method"], path, query, body)
+        store = get_task_store()
+        result = await run_sync(dispatch, rpc, call_context(scope, store, request, "1.0", rpc_path))
+        if isinstance(result, EventStream):
+            await stream_events(receive, send, RestEnvelope(), result)
+            return
+        if isinstance(result, Awaiting):
+            result = await _settle(store, result)
+        if rpc.method == "GetExtendedAgentCard":
+            await respond_card(scope, send, dumps(result), private=True)
+            return
+        await respond_json(send, result)
+    except RpcError as err:
+        err.details = True
+        await respond_rest_error(send, err)
+    except Exception:
+        logger.exception("HTTP+JSON request failed")
+        await respond_rest_error(send, RpcError(INTERNAL_ERROR, "Internal error", details=True))
+
+
+async def respond_rest_error(send: Send, err: RpcError) -> None:
+    status, payload = rest_error(err)
+    headers = JSON_HEADERS
+    if isinstance(err, MethodNotAllowed):
+        headers = [*headers, (b"allow", ", ".join(err.allow).encode())]
+    await respond(send, status, dumps(payload), headers)
+
+
 async def _until_disconnect(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
 
 
-async def stream_events(receive: Receive, send: Send, rid: Any, stream: EventStream) -> None:
+async def stream_events(
+    receive: Receive, send: Send, envelope: Envelope, stream: EventStream
+) -> None:
     """The stream's messages as Server-Sent Events, until it ends or the
     client goes away (then it stops watching at once)."""
     events = stream.aevents(run_sync)
@@ -270,14 +359,14 @@ async def stream_events(receive: Receive, send: Send, rid: Any, stream: EventStr
                     exc if isinstance(exc, RpcError) else RpcError(INTERNAL_ERROR, "Internal error")
                 )
                 error.details = stream.dialect is Dialect.V10
-                chunk = b"event: error\ndata: " + dumps(failure(rid, error)) + b"\n\n"
+                chunk = b"event: error\ndata: " + dumps(envelope.error(error)) + b"\n\n"
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 break
             if item is None:
                 chunk = KEEP_ALIVE
             else:
                 head = b"id: " + item.id.encode() + b"\n" if item.id else b""
-                chunk = head + b"data: " + dumps(success(rid, item.result)) + b"\n\n"
+                chunk = head + b"data: " + dumps(envelope.result(item.result)) + b"\n\n"
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     except OSError:
@@ -302,11 +391,26 @@ def endpoint_url(scope: Scope, rpc_path: str) -> str:
     return ASGIRequest(scope, io.BytesIO()).build_absolute_uri(rpc_path)
 
 
-def card_for(scope: Scope, rpc_path: str) -> bytes:
-    rpc_auth = _classes(
+def _rpc_auth() -> list[Any]:
+    return _classes(
         toolnexus_settings.AUTHENTICATION_CLASSES, api_settings.DEFAULT_AUTHENTICATION_CLASSES
     )
-    return dumps(build_card(endpoint_url(scope, rpc_path), rpc_auth))
+
+
+def card_for(scope: Scope, rpc_path: str) -> bytes:
+    return dumps(build_card(endpoint_url(scope, rpc_path), _rpc_auth()))
+
+
+async def respond_card(scope: Scope, send: Send, body: bytes, *, private: bool = False) -> None:
+    """A card with its ETag and Cache-Control; 304 when If-None-Match has it."""
+    headers = card_headers(body, private=private)
+    extra = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    if not_modified(headers_of(scope).get("if-none-match"), headers["ETag"]):
+        await respond(send, 304, b"", extra)
+        return
+    if scope["method"] == "HEAD":
+        body = b""
+    await respond(send, 200, body, [*JSON_HEADERS, *extra])
 
 
 async def serve_card(scope: Scope, receive: Receive, send: Send, rpc_path: str) -> None:
@@ -319,9 +423,7 @@ async def serve_card(scope: Scope, receive: Receive, send: Send, rpc_path: str) 
         logger.exception("building the Agent Card failed")
         await respond_json(send, {"detail": "Internal error"}, status=500)
         return
-    if scope["method"] == "HEAD":
-        body = b""
-    await respond(send, 200, body, JSON_HEADERS)
+    await respond_card(scope, send, body)
 
 
-__all__ = ["authenticate", "serve_card", "serve_rpc", "stream_events"]
+__all__ = ["authenticate", "serve_card", "serve_rest", "serve_rpc", "stream_events"]

@@ -1,4 +1,7 @@
-"""Mount with ``path("agent/", include("toolnexus_django.urls"))``.
+"""Mount with ``path("agent/", include("toolnexus_django.urls"))``: the JSON-RPC
+endpoint at ``agent/``, the HTTP+JSON binding's routes under it
+(``agent/message:send``, ``agent/tasks/{id}``, ...), the card at
+``agent/.well-known/agent-card.json``.
 
 Clients that know only the agent's origin look for its card at the origin's
 root (RFC 8615, A2A's recommended location): add :func:`root_card` to the
@@ -13,15 +16,20 @@ With two mounts (``include(..., namespace="billing")``), name the one the root
 card describes: ``root_card("billing")``.
 """
 
-from django.urls import URLPattern, path
+from django.urls import URLPattern, path, re_path
 
-from .views import AgentCardView, JsonRpcView
+from .views import AgentCardView, JsonRpcView, RestView
 
 app_name = "toolnexus_django"
+
+#: The HTTP+JSON binding's routes (A2A v1.0 §11), beside the JSON-RPC
+#: endpoint: ``message:send``, ``tasks/{id}:cancel``, ... (a2a/rest.py).
+REST_ROUTES = r"^(?P<route>(?:message:[A-Za-z]+|tasks(?:/.*)?|extendedAgentCard))$"
 
 urlpatterns = [
     path(".well-known/agent-card.json", AgentCardView.as_view(), name="agent-card"),
     path("", JsonRpcView.as_view(), name="rpc"),
+    re_path(REST_ROUTES, RestView.as_view(), name="rest"),
 ]
 
 

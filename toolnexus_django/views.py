@@ -19,11 +19,20 @@ from rest_framework.views import APIView
 from toolnexus import Answer
 
 from . import lifecycle
-from .a2a.card import build_card
+from .a2a.card import build_card, card_headers, extended_card_builder, not_modified
 from .a2a.dialects import version_asked
 from .a2a.follow import held, wait_settled
-from .a2a.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError, failure, parse_request, success
+from .a2a.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    RpcEnvelope,
+    RpcError,
+    failure,
+    parse_request,
+    success,
+)
 from .a2a.methods import Awaiting, CallContext, EventStream, dispatch
+from .a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
 from .conf import toolnexus_settings
 from .fulfilment.jobs import schedule_fulfilment
 from .lifecycle.messages import answer_data, user_message
@@ -105,6 +114,35 @@ def _speaks_v1(request: Request) -> bool:
     return str(_version(request) or "").strip().startswith("1")
 
 
+def _rpc_auth() -> list[Any]:
+    """The JSON-RPC endpoint's authentication classes (the card declares them)."""
+    return _classes(
+        toolnexus_settings.AUTHENTICATION_CLASSES, api_settings.DEFAULT_AUTHENTICATION_CLASSES
+    )
+
+
+def _endpoint_url(request: Any, namespace: str | None = None) -> str:
+    """The absolute URL of the endpoint of the mount ``namespace`` (None: the
+    one this request came through), as this request sees it."""
+    if namespace is None:
+        namespace = request.resolver_match.namespace if request.resolver_match else ""
+    name = f"{namespace}:rpc" if namespace else "rpc"
+    return request.build_absolute_uri(reverse(name))
+
+
+def card_response(request: Any, card: dict[str, Any], *, private: bool = False) -> HttpResponse:
+    """A card with its ETag and Cache-Control; 304 when If-None-Match has it."""
+    body = dumps(card)
+    headers = card_headers(body, private=private)
+    if not_modified(request.headers.get("If-None-Match"), headers["ETag"]):
+        response = HttpResponse(status=304)
+    else:
+        response = HttpResponse(body, content_type="application/json")
+    for key, value in headers.items():
+        response[key] = value
+    return response
+
+
 class AgentCardView(APIView):
     """``GET <prefix>/.well-known/agent-card.json`` — public, like any A2A card.
 
@@ -119,16 +157,8 @@ class AgentCardView(APIView):
     describes: str | None = None
 
     def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
-        namespace = self.describes
-        if namespace is None:
-            namespace = request.resolver_match.namespace if request.resolver_match else ""
-        name = f"{namespace}:rpc" if namespace else "rpc"
-        endpoint = request.build_absolute_uri(reverse(name))
-        # The JSON-RPC endpoint's classes (JsonRpcView.get_authenticators), not this view's.
-        rpc_auth = _classes(
-            toolnexus_settings.AUTHENTICATION_CLASSES, api_settings.DEFAULT_AUTHENTICATION_CLASSES
-        )
-        return json_response(build_card(endpoint, rpc_auth))
+        card = build_card(_endpoint_url(request, self.describes), _rpc_auth())
+        return card_response(request, card)
 
 
 class JsonRpcView(APIView):
@@ -162,46 +192,109 @@ class JsonRpcView(APIView):
             )
         ]
 
+    def context(self, request: Request, store: TaskStore, version: str | None) -> CallContext:
+        """Who is calling and what they may do, for :func:`dispatch`."""
+        user = request.user
+        owner = str(user.pk) if user is not None and user.is_authenticated else None
+        return CallContext(
+            store=store,
+            actions=EndpointActions(store),
+            owner=owner,
+            a2a_version=version,
+            last_event_id=request.headers.get("Last-Event-ID"),
+            # Each waiting request holds one of this server's threads.
+            held=held,
+            extended_card=extended_card_builder(request, _endpoint_url(request), _rpc_auth()),
+        )
+
     def post(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
         try:
             body = request.body
         except RequestDataTooBig:
-            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-            too_big = RpcError(
-                INVALID_REQUEST,
-                f"Invalid Request: the body is larger than {limit} bytes",
-                data={"limit": limit},
-                details=_speaks_v1(request),
-            )
-            return json_response(failure(None, too_big))
+            return json_response(failure(None, _too_big(_speaks_v1(request))))
         rid = None
         try:
             rpc = parse_request(body)
             rid = rpc.id
             store = get_task_store()
-            user = request.user
-            owner = str(user.pk) if user is not None and user.is_authenticated else None
-            ctx = CallContext(
-                store=store,
-                actions=EndpointActions(store),
-                owner=owner,
-                a2a_version=_version(request),
-                last_event_id=request.headers.get("Last-Event-ID"),
-                # Each waiting request holds one of this server's threads.
-                held=held,
-            )
-            result = dispatch(rpc, ctx)
+            result = dispatch(rpc, self.context(request, store, _version(request)))
             if isinstance(result, EventStream):
-                return sse_response(rid, result)
+                return sse_response(RpcEnvelope(rid), result)
             if isinstance(result, Awaiting):
-                waiting = result
-                try:
-                    result = waiting.result(wait_settled(store, waiting.task))
-                finally:
-                    waiting.close()
+                result = _settle(store, result)
             return json_response(success(rid, result))
         except RpcError as err:
             return json_response(failure(err.id if err.id is not None else rid, err))
         except Exception:
             logger.exception("JSON-RPC request failed")
             return json_response(failure(rid, RpcError(INTERNAL_ERROR, "Internal error")))
+
+
+def _too_big(details: bool) -> RpcError:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return RpcError(
+        INVALID_REQUEST,
+        f"Invalid Request: the body is larger than {limit} bytes",
+        data={"limit": limit},
+        details=details,
+    )
+
+
+def _settle(store: TaskStore, waiting: Awaiting) -> Any:
+    """A blocking send's result, once its Task has stopped."""
+    try:
+        return waiting.result(wait_settled(store, waiting.task))
+    finally:
+        waiting.close()
+
+
+class RestView(JsonRpcView):
+    """``<prefix>/message:send``, ``<prefix>/tasks/{id}``, ... — the HTTP+JSON
+    binding (A2A v1.0 §11; the routes in :mod:`toolnexus_django.a2a.rest`),
+    with the JSON-RPC endpoint's authentication and permissions."""
+
+    @property
+    def default_response_headers(self) -> dict[str, str]:
+        # DRF would answer every response with this view's Allow (all the
+        # methods of all the routes); a 405 sets the route's own.
+        headers = dict(super().default_response_headers)
+        headers.pop("Allow", None)
+        return headers
+
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        return self.call(request, kwargs.get("route", ""))
+
+    post = delete = put = patch = get
+
+    def call(self, request: Request, path: str) -> HttpResponseBase:
+        try:
+            body = request.body
+        except RequestDataTooBig:
+            return rest_response(_too_big(True))
+        try:
+            version = _version(request)
+            check_version(version)
+            rpc = route(request.method or "GET", path, dict(request.GET.lists()), body)
+            store = get_task_store()
+            result = dispatch(rpc, self.context(request, store, "1.0"))
+            if isinstance(result, EventStream):
+                return sse_response(RestEnvelope(), result)
+            if isinstance(result, Awaiting):
+                result = _settle(store, result)
+            if rpc.method == "GetExtendedAgentCard":
+                return card_response(request, result, private=True)
+            return json_response(result)
+        except RpcError as err:
+            err.details = True
+            return rest_response(err)
+        except Exception:
+            logger.exception("HTTP+JSON request failed")
+            return rest_response(RpcError(INTERNAL_ERROR, "Internal error"))
+
+
+def rest_response(err: RpcError) -> HttpResponse:
+    status, payload = rest_error(err)
+    response = json_response(payload, status=status)
+    if isinstance(err, MethodNotAllowed):
+        response["Allow"] = ", ".join(err.allow)
+    return response

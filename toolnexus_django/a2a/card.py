@@ -2,9 +2,14 @@
 
 One card for every client: the legacy ``url`` / ``protocolVersion`` /
 ``preferredTransport`` fields that toolnexus's outbound client and A2A v0.3
-clients read, plus ``supportedInterfaces`` for v1.0 clients, listing the one
-JSON-RPC endpoint once per protocol version it speaks (the official a2a-sdk
-client picks the 1.0 entry, or the 0.3 one for its compat transport).
+clients read, plus ``supportedInterfaces`` for v1.0 clients: the JSON-RPC
+endpoint once per protocol version it speaks (the official a2a-sdk client
+picks the 1.0 entry, or the 0.3 one for its compat transport) and the
+HTTP+JSON binding (v1.0) under the same URL.
+
+Authenticated callers may get an extended card (``EXTENDED_AGENT_CARD``,
+:func:`authenticated_card`), announced here when the endpoint authenticates.
+Both cards carry an ``ETag`` and ``Cache-Control`` (:func:`card_headers`).
 
 Security is declared the same way: ``securitySchemes`` maps each name to the
 v0.3 (OpenAPI) object *plus* its v1.0 wrapper key, e.g. ``{"type": "http",
@@ -19,10 +24,11 @@ derived from the endpoint's DRF authentication classes (:func:`scheme_for`).
 from __future__ import annotations
 
 import copy
+import hashlib
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import toolnexus
@@ -32,8 +38,12 @@ from ..conf import toolnexus_settings
 from ..registry import PerProcess
 
 PROTOCOL_VERSION = "0.3.0"
-#: (protocolBinding, protocolVersion) of each entry of supportedInterfaces.
-INTERFACES = (("JSONRPC", "1.0"), ("JSONRPC", "0.3"))
+#: (protocolBinding, protocolVersion) of each entry of supportedInterfaces:
+#: JSON-RPC at the endpoint in both versions, and the HTTP+JSON binding's
+#: routes under the same URL (``<url>/message:send``, ...: a2a/rest.py).
+INTERFACES = (("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3"))
+#: How long a client or cache may keep a card before asking again (seconds).
+CARD_MAX_AGE = 300
 
 #: A v0.3 security scheme's ``type`` -> the key of its v1.0 ``SecurityScheme`` oneof.
 V1_SCHEME_KEYS = {
@@ -92,8 +102,9 @@ _security_lock = threading.Lock()
 def card_skills() -> list[dict[str, Any]]:
     """The card's skills: every SKILL.md under TOOLKIT["skills_dir"], filtered
     by AGENT["skills"]; with none at all (and no filter), the agent itself
-    (:func:`agent_skill`)."""
-    return _skills.get()
+    (:func:`agent_skill`). Each call gets its own copy: a card (an
+    ``EXTENDED_AGENT_CARD`` hook, say) may change what it gets."""
+    return copy.deepcopy(_skills.get())
 
 
 def scheme_for(auth_class: Any) -> tuple[str, dict[str, Any]] | None:
@@ -214,4 +225,95 @@ def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str,
     if agent.get("provider"):
         card["provider"] = agent["provider"]
     card.update(security_fields(auth_classes))
+    if offers_extended_card(auth_classes):
+        card["capabilities"]["extendedAgentCard"] = True  # v1.0
+        card["supportsAuthenticatedExtendedCard"] = True  # v0.3
     return card
+
+
+# -- the extended Agent Card ----------------------------------------------------------
+
+
+def offers_extended_card(auth_classes: Sequence[Any]) -> bool:
+    """Whether the card announces an extended card: one is configured
+    (``EXTENDED_AGENT_CARD``) and the endpoint can authenticate anyone."""
+    return toolnexus_settings.EXTENDED_AGENT_CARD is not None and bool(auth_classes)
+
+
+def authenticated_card(request: Any, card: dict[str, Any]) -> dict[str, Any]:
+    """The default ``EXTENDED_AGENT_CARD``: the public card, saying it was
+    served to an authenticated caller (an extension entry naming them).
+
+    A project's own hook gets the same two arguments, e.g. a skill only
+    users with a Django permission see::
+
+        def extended_card(request, card):
+            if request.user.has_perm("billing.view_invoice"):
+                card["skills"].append({"id": "invoices", "name": "invoices",
+                                       "description": "Finds invoices.", "tags": ["billing"]})
+            return card
+    """
+    user = getattr(request, "user", None)
+    name = user.get_username() if user is not None and hasattr(user, "get_username") else ""
+    extensions = card["capabilities"].setdefault("extensions", [])
+    extensions.append(
+        {
+            "uri": EXTENDED_CARD_EXTENSION,
+            "description": f"The extended Agent Card, as served to {name or 'this caller'}.",
+            "required": False,
+            "params": {"authenticated": True},
+        }
+    )
+    return card
+
+
+#: The extension entry :func:`authenticated_card` adds.
+EXTENDED_CARD_EXTENSION = "urn:toolnexus-django:extended-agent-card"
+
+
+def extended_card_builder(
+    request: Any, endpoint_url: str, auth_classes: Sequence[Any]
+) -> Callable[[], dict[str, Any]] | None:
+    """What builds the extended card for ``request``'s caller, or None when
+    they get none (not authenticated, none configured)."""
+    from django.utils.module_loading import import_string
+
+    hook = toolnexus_settings.EXTENDED_AGENT_CARD
+    user = getattr(request, "user", None)
+    if hook is None or user is None or not user.is_authenticated:
+        return None
+    make = import_string(hook) if isinstance(hook, str) else hook
+
+    def build() -> dict[str, Any]:
+        card = make(request, build_card(endpoint_url, auth_classes))
+        if not isinstance(card, dict):
+            raise TypeError(f"EXTENDED_AGENT_CARD returned {type(card).__name__}, not a dict")
+        return card
+
+    return build
+
+
+# -- caching ------------------------------------------------------------------------
+
+
+def card_headers(body: bytes, *, private: bool = False) -> dict[str, str]:
+    """``ETag`` and ``Cache-Control`` of a card's body (the extended card is
+    the caller's own: private, and it varies with who asks)."""
+    headers = {
+        "ETag": '"' + hashlib.blake2s(body, digest_size=12).hexdigest() + '"',
+        "Cache-Control": f"{'private' if private else 'public'}, max-age={CARD_MAX_AGE}",
+    }
+    if private:
+        headers["Vary"] = "Authorization, Cookie"
+    return headers
+
+
+def not_modified(if_none_match: str | None, etag: str) -> bool:
+    """Whether ``If-None-Match`` names ``etag`` (weak comparison, RFC 9110)."""
+    from django.utils.http import parse_etags
+
+    if not if_none_match:
+        return False
+    tags = parse_etags(if_none_match)
+    strip = etag.removeprefix("W/")
+    return "*" in tags or any(t.removeprefix("W/") == strip for t in tags)

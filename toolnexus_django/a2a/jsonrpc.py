@@ -239,9 +239,51 @@ def parse_request(body: bytes) -> RpcRequest:
     return RpcRequest(id=rid, method=method, params=params)
 
 
+def parse_object(body: bytes) -> dict[str, Any]:
+    """Parse a request body that is one JSON object (the HTTP+JSON binding's),
+    as strictly as :func:`parse_request`; an empty body is ``{}``."""
+    if not body.strip():
+        return {}
+    payload = _loads(body)
+    if not isinstance(payload, dict):
+        raise RpcError(INVALID_REQUEST, "Invalid Request: the body must be a JSON object")
+    depth, non_finite, surrogate = _scan(payload)
+    if depth > MAX_NESTING:
+        raise RpcError(
+            INVALID_REQUEST,
+            f"Invalid Request: the body is nested deeper than {MAX_NESTING} levels",
+            data={"maxNesting": MAX_NESTING},
+        )
+    if surrogate:
+        raise RpcError(
+            INVALID_REQUEST,
+            "Invalid Request: the body contains a lone UTF-16 surrogate (not valid Unicode)",
+        )
+    if non_finite:
+        raise RpcError(
+            INVALID_PARAMS,
+            "Invalid params: NaN, Infinity and numbers too large for a double are not JSON",
+        )
+    return payload
+
+
 def success(rid: RequestId, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "result": result}
 
 
 def failure(rid: RequestId, error: RpcError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": error.as_error()}
+
+
+@dataclass(frozen=True)
+class RpcEnvelope:
+    """How results and errors travel on JSON-RPC: each in a response object
+    with the request's id (one per SSE event on a stream)."""
+
+    rid: RequestId
+
+    def result(self, result: Any) -> Any:
+        return success(self.rid, result)
+
+    def error(self, err: RpcError) -> Any:
+        return failure(self.rid, err)

@@ -47,6 +47,17 @@ class Actions(Protocol):
         """Cancel; raises ``lifecycle.IllegalMove`` when it is terminal."""
 
 
+class Envelope(Protocol):
+    """How a binding carries results and errors (``jsonrpc.RpcEnvelope``,
+    ``rest.RestEnvelope``)."""
+
+    def result(self, result: Any) -> Any:
+        """The message carrying ``result``."""
+
+    def error(self, err: RpcError) -> Any:
+        """The message carrying ``err``."""
+
+
 @dataclass(frozen=True)
 class CallContext:
     """Who is calling, through which store, and what may change Tasks."""
@@ -60,6 +71,9 @@ class CallContext:
     #: Where each waiting request holds a thread (WSGI): the bound on them
     #: (MAX_HELD_REQUESTS); None where waiting costs no thread (ASGI).
     held: follow.HeldRequests | None = None
+    #: The extended Agent Card for this caller (``EXTENDED_AGENT_CARD``), or
+    #: None where the caller gets none (unauthenticated, or switched off).
+    extended_card: Callable[[], dict[str, Any]] | None = None
 
 
 @dataclass
@@ -386,8 +400,17 @@ def push_config(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> A
     raise RpcError(PUSH_NOTIFICATION_NOT_SUPPORTED, "Push notifications are not supported")
 
 
+# -- GetExtendedAgentCard / agent/getAuthenticatedExtendedCard ------------------------------
+
+
 def extended_card(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
-    raise RpcError(EXTENDED_CARD_NOT_CONFIGURED, "This agent has no extended Agent Card")
+    if ctx.extended_card is None:
+        raise RpcError(
+            EXTENDED_CARD_NOT_CONFIGURED,
+            "No extended Agent Card for this caller: it is for authenticated callers "
+            "of an agent whose EXTENDED_AGENT_CARD is set",
+        )
+    return ctx.extended_card()
 
 
 OPERATIONS: dict[str, Callable[[dict[str, Any], CallContext, Dialect], Any]] = {

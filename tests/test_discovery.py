@@ -28,8 +28,9 @@ def origin_of(agent_url: str) -> str:
     return agent_url.removesuffix("/agent/")
 
 
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 def test_the_official_client_finds_the_agent_from_the_bare_origin(
-    agent_url: str, configure: Any, fake_llm: FakeLLM
+    agent_url: str, configure: Any, fake_llm: FakeLLM, binding: str
 ) -> None:
     from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
     from a2a.types.a2a_pb2 import (
@@ -49,12 +50,19 @@ def test_the_official_client_finds_the_agent_from_the_bare_origin(
         async with httpx.AsyncClient(timeout=httpx.Timeout(20)) as client_http:
             card = await A2ACardResolver(client_http, origin).get_agent_card()
             assert card.supported_interfaces[0].url == agent_url
-            config = ClientConfig(httpx_client=client_http, streaming=False)
+            config = ClientConfig(
+                httpx_client=client_http, streaming=False, supported_protocol_bindings=[binding]
+            )
             client = ClientFactory(config).create(card)
+            assert type(client._transport).__name__ == (  # type: ignore[attr-defined]
+                "JsonRpcTransport" if binding == "JSONRPC" else "RestTransport"
+            )
             try:
                 request = SendMessageRequest(
                     message=Message(
-                        message_id="m-found", role=Role.ROLE_USER, parts=[Part(text="found you")]
+                        message_id=f"m-found-{binding}",
+                        role=Role.ROLE_USER,
+                        parts=[Part(text="found you")],
                     ),
                     configuration=SendMessageConfiguration(return_immediately=False),
                 )

@@ -5,6 +5,7 @@ v1.0-only method names; and A2A v1.0.1's ``application/a2a+json``."""
 from __future__ import annotations
 
 import json
+import subprocess
 from typing import Any
 
 import pytest
@@ -81,3 +82,43 @@ def test_application_a2a_json_is_accepted_and_answered(
     assert reply.headers["content-type"].startswith("application/")
     assert reply.json["id"] == 7
     assert reply.json["result"]["task"]["status"]["state"].startswith("TASK_STATE_")
+
+
+def curl_json(*args: str) -> Any:
+    out = subprocess.run(
+        ["curl", "-s", "--max-time", "10", *args],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=True,
+    ).stdout
+    return json.loads(out)
+
+
+def test_the_forms_with_curl(agent_url: str, configure: Any, fake_llm: Any) -> None:
+    configure(fake_llm)
+    send = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": {"messageId": "m-c", "role": "ROLE_USER", "parts": [{"text": "x"}]}},
+    }
+    # The version as a query parameter, the body as application/a2a+json.
+    sent = curl_json(
+        f"{agent_url}?A2A-Version=1.0",
+        "-H",
+        "Content-Type: application/a2a+json",
+        "-d",
+        json.dumps(send),
+    )
+    task_id = sent["result"]["task"]["id"]
+    assert sent["result"]["task"]["status"]["state"].startswith("TASK_STATE_")
+    # A v1.0-only name with no version at all.
+    listed = curl_json(
+        agent_url,
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ListTasks", "params": {}}),
+    )
+    assert task_id in [t["id"] for t in listed["result"]["tasks"]]

@@ -152,6 +152,15 @@ TOOLNEXUS = {
     "MAX_RUNS": int(os.environ.get("TOOLNEXUS_MAX_RUNS", "256")),
     "DATABASE_THREADS": int(os.environ.get("TOOLNEXUS_DATABASE_THREADS", "16")),
     "READ_TIMEOUT": float(os.environ.get("TOOLNEXUS_READ_TIMEOUT", "30")),
+    # Push notifications: hosts a webhook may be on though they are local
+    # (the tests' receivers on 127.0.0.1), comma-separated.
+    "PUSH": {
+        "ALLOWED_HOSTS": [
+            h.strip()
+            for h in os.environ.get("TOOLNEXUS_PUSH_ALLOWED_HOSTS", "").split(",")
+            if h.strip()
+        ],
+    },
     # The demo endpoint is open; real projects pick DRF classes here.
     "AUTHENTICATION_CLASSES": [],
     "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],

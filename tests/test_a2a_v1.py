@@ -129,7 +129,8 @@ def test_the_card_is_a_union_for_every_client(live_server: Any, configure: Any) 
         {"url": endpoint, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
         {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
     ]
-    assert card["capabilities"] == {"streaming": True, "pushNotifications": False}
+    # Push notifications: offered with the django store (the demo's).
+    assert card["capabilities"] == {"streaming": True, "pushNotifications": True}
     assert all(skill["tags"] for skill in card["skills"])
     parsed = ParseDict(card, a2a_pb2.AgentCard(), ignore_unknown_fields=True)
     assert [i.protocol_version for i in parsed.supported_interfaces] == ["1.0", "1.0", "0.3"]
@@ -393,7 +394,8 @@ def test_v1_errors_carry_typed_details(v1: V1Client, rpc: RpcClient, configure: 
 def test_unsupported_features_answer_their_codes(
     v1: V1Client, rpc: RpcClient, configure: Any
 ) -> None:
-    configure(None)
+    # Push notifications need the django store; the memory store has none.
+    configure(None, store="memory")
     error(v1.call("CreateTaskPushNotificationConfig", {"taskId": "x", "url": "http://x"}), -32003)
     error(rpc.call("tasks/pushNotificationConfig/set", {"taskId": "x"}), -32003)
     error(v1.call("GetExtendedAgentCard", {}), -32007)

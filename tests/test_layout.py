@@ -31,6 +31,8 @@ LAYERS: list[set[str]] = [
     {"fulfilment", "backends", "tasks"},
     {"review"},
     {"a2a"},
+    # Push notifications: delivers what the wire renders.
+    {"push"},
     {
         "views",
         "urls",
@@ -44,6 +46,7 @@ LAYERS: list[set[str]] = [
         "management",
         "checks",
         "security_checks",
+        "push_checks",
         "apps",
     },
 ]

@@ -153,7 +153,7 @@ def test_errors_are_http_status_codes_with_a_status_body(
     assert wrong.status == 405 and wrong.headers["allow"] == "POST"
     assert rest(agent_url, "DELETE", "tasks").headers["allow"] == "GET"
     push = rest(agent_url, "POST", "tasks/t-1/pushNotificationConfigs", {"url": "http://x"})
-    assert push.status == 400 and reason(push) == "PUSH_NOTIFICATION_NOT_SUPPORTED"
+    assert push.status == 404 and reason(push) == "TASK_NOT_FOUND"  # an unknown Task's
     old = rest(agent_url, "GET", "tasks", headers={"A2A-Version": "0.3"})
     assert old.status == 400 and reason(old) == "VERSION_NOT_SUPPORTED"
     assert rest(agent_url, "GET", "tasks?A2A-Version=1.0").status == 200

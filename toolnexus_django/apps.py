@@ -15,3 +15,14 @@ class ToolnexusDjangoConfig(AppConfig):
         from .signals import awaiting_human
 
         awaiting_human.connect(email_reviewers, dispatch_uid="toolnexus_django.email_reviewers")
+
+        # Push notifications: each move schedules its Task's webhooks; each
+        # sweep schedules what is due (retries, what a dead process left).
+        from . import push_checks  # noqa: F401
+        from .fulfilment.sweep import EXTRA_SWEEPS
+        from .push.delivery import on_task_event, sweep
+        from .signals import task_event
+
+        task_event.connect(on_task_event, dispatch_uid="toolnexus_django.push")
+        if sweep not in EXTRA_SWEEPS:
+            EXTRA_SWEEPS.append(sweep)

@@ -154,10 +154,22 @@ DEFAULTS: dict[str, Any] = {
     # GET <prefix>/extendedAgentCard): a callable (request, public card) ->
     # card, or its dotted path; None = no extended card.
     "EXTENDED_AGENT_CARD": "toolnexus_django.a2a.card.authenticated_card",
+    # Push notifications (the django store): hosts a webhook may be on although
+    # they resolve to loopback or private addresses (names, ".suffix", or IPs);
+    # seconds per call; consecutive failures before a config is disabled; the
+    # first retry's delay, doubling up to the last; delivering threads.
+    "PUSH": {
+        "ALLOWED_HOSTS": [],
+        "TIMEOUT": 10.0,
+        "MAX_ATTEMPTS": 8,
+        "RETRY_DELAY": 1.0,
+        "MAX_RETRY_DELAY": 300.0,
+        "THREADS": 4,
+    },
 }
 
 #: Nested dict settings whose missing keys fall back to the defaults above.
-_NESTED = ("AGENT", "TOOLKIT", "CLIENT", "ANSWERERS")
+_NESTED = ("AGENT", "TOOLKIT", "CLIENT", "ANSWERERS", "PUSH")
 
 
 class ToolnexusSettings:

@@ -94,6 +94,14 @@ class EndpointActions:
             store=self.store,
         )
 
+    def push_configs(self) -> Any:
+        from .push.configs import DatabasePushConfigs
+        from .stores import DjangoTaskStore
+
+        if isinstance(self.store, DjangoTaskStore):
+            return DatabasePushConfigs(self.store.using)
+        return None
+
     def cancel(self, task_id: str, *, owner: str | None) -> Task:
         from .review import NotCancelable, TaskNotFound
 

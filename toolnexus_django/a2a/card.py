@@ -217,7 +217,7 @@ def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str,
             {"url": endpoint_url, "protocolBinding": binding, "protocolVersion": version}
             for binding, version in INTERFACES
         ],
-        "capabilities": {"streaming": True, "pushNotifications": False},
+        "capabilities": {"streaming": True, "pushNotifications": _pushes()},
         "defaultInputModes": ["text"],
         "defaultOutputModes": ["text"],
         "skills": card_skills(),
@@ -229,6 +229,13 @@ def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str,
         card["capabilities"]["extendedAgentCard"] = True  # v1.0
         card["supportsAuthenticatedExtendedCard"] = True  # v0.3
     return card
+
+
+def _pushes() -> bool:
+    """Push notifications are offered where configs can be stored: the django store."""
+    from ..stores import DjangoTaskStore, get_task_store
+
+    return isinstance(get_task_store(), DjangoTaskStore)
 
 
 # -- the extended Agent Card ----------------------------------------------------------

@@ -53,10 +53,10 @@ V03_METHODS: dict[str, str] = {
     "tasks/get": "get",
     "tasks/cancel": "cancel",
     "tasks/resubscribe": "subscribe",
-    "tasks/pushNotificationConfig/set": "push-config",
-    "tasks/pushNotificationConfig/get": "push-config",
-    "tasks/pushNotificationConfig/list": "push-config",
-    "tasks/pushNotificationConfig/delete": "push-config",
+    "tasks/pushNotificationConfig/set": "push-set",
+    "tasks/pushNotificationConfig/get": "push-get",
+    "tasks/pushNotificationConfig/list": "push-list",
+    "tasks/pushNotificationConfig/delete": "push-delete",
     "agent/getAuthenticatedExtendedCard": "extended-card",
 }
 #: v1.0 method name -> operation.
@@ -67,10 +67,10 @@ V10_METHODS: dict[str, str] = {
     "ListTasks": "list",
     "CancelTask": "cancel",
     "SubscribeToTask": "subscribe",
-    "CreateTaskPushNotificationConfig": "push-config",
-    "GetTaskPushNotificationConfig": "push-config",
-    "ListTaskPushNotificationConfigs": "push-config",
-    "DeleteTaskPushNotificationConfig": "push-config",
+    "CreateTaskPushNotificationConfig": "push-set",
+    "GetTaskPushNotificationConfig": "push-get",
+    "ListTaskPushNotificationConfigs": "push-list",
+    "DeleteTaskPushNotificationConfig": "push-delete",
     "GetExtendedAgentCard": "extended-card",
 }
 #: toolnexus SPEC §7B: the two methods its outbound client calls.

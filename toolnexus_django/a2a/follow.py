@@ -158,7 +158,7 @@ def position_of(last_event_id: str | None) -> Position | None:
     return Position(int(match[1]), int(match[2] or 0))
 
 
-def _messages(event: Event, task: Task, dialect: Dialect, skip: int) -> Iterator[Message]:
+def event_messages(event: Event, task: Task, dialect: Dialect, skip: int = 0) -> Iterator[Message]:
     """The SSE messages of one event: an artifact update per artifact it
     added (from the Task: artifacts never change once added), then its status."""
     artifacts = {a.get("artifactId"): a for a in task.get("artifacts") or () if isinstance(a, dict)}
@@ -229,7 +229,7 @@ class Follower:
             events = []
         for event in events:
             skip = self.position.artifacts if event.seq == self.position.seq + 1 else 0
-            out.extend(_messages(event, task, self.dialect, skip))
+            out.extend(event_messages(event, task, self.dialect, skip))
             self.position = Position(event.seq)
             if event.to_state in SETTLED:
                 self.done = True

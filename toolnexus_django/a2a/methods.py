@@ -18,19 +18,26 @@ from ..lifecycle import states
 from ..lifecycle.messages import has_answer, message_text
 from ..stores import TaskStore
 from ..stores.base import Task, state_of
-from . import follow, parts, v1
+from . import follow, parts, pushops, v1
 from .dialects import Dialect, render_task, resolve
 from .jsonrpc import (
     EXTENDED_CARD_NOT_CONFIGURED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    PUSH_NOTIFICATION_NOT_SUPPORTED,
     TASK_NOT_CANCELABLE,
-    TASK_NOT_FOUND,
     UNSUPPORTED_OPERATION,
     RpcError,
     RpcRequest,
 )
+from .params import (
+    blocking_asked,
+    check_id_field,
+    configuration_of,
+    history_length_of,
+    own_task,
+    task_id_of,
+)
+from .pushconfig import PushConfigs
 
 
 class Actions(Protocol):
@@ -45,6 +52,9 @@ class Actions(Protocol):
 
     def cancel(self, task_id: str, *, owner: str | None) -> Task:
         """Cancel; raises ``lifecycle.IllegalMove`` when it is terminal."""
+
+    def push_configs(self) -> PushConfigs | None:
+        """Where push notification configs live; None: this store has none."""
 
 
 class Envelope(Protocol):
@@ -148,77 +158,8 @@ def dispatch(request: RpcRequest, ctx: CallContext) -> Any:
 # -- helpers -------------------------------------------------------------------------
 
 
-def _history_length(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, str) and value.isdigit():  # protobuf JSON may quote ints
-        value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise RpcError(INVALID_PARAMS, "Invalid params: historyLength must be a whole number >= 0")
-    return value
-
-
-def _task_id(params: dict[str, Any]) -> str:
-    task_id = params.get("id")
-    if not isinstance(task_id, str) or not task_id:
-        raise RpcError(INVALID_PARAMS, "Invalid params: params.id must be a non-empty string")
-    return task_id
-
-
 def _own_task(ctx: CallContext, task_id: str) -> dict[str, Any]:
-    task = ctx.store.get(task_id)
-    # Another owner's Task answers exactly like an unknown one: its existence
-    # is not disclosed.
-    if task is None or lifecycle.owner_of(task) != ctx.owner:
-        raise RpcError(TASK_NOT_FOUND, f"Task not found: {task_id[:100]}")
-    return task
-
-
-#: The longest contextId, taskId or messageId a message may carry.
-MAX_ID_CHARS = 255
-
-
-def _check_id_field(message: dict[str, Any], key: str) -> None:
-    """A message's id fields are strings of at most MAX_ID_CHARS with no NUL
-    (no database can index one), the same on every store."""
-    value = message.get(key)
-    if value is None or (value == "" and key != "taskId"):  # "" is "not given" there
-        return
-    if not isinstance(value, str) or not value:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: message.{key} must be a non-empty string")
-    if len(value) > MAX_ID_CHARS or "\x00" in value:
-        raise RpcError(
-            INVALID_PARAMS,
-            f"Invalid params: message.{key} must be at most {MAX_ID_CHARS} characters, without NUL",
-        )
-
-
-def _configuration(params: dict[str, Any]) -> dict[str, Any]:
-    configuration = params.get("configuration")
-    if configuration is None:
-        return {}
-    if not isinstance(configuration, dict):
-        raise RpcError(INVALID_PARAMS, "Invalid params: configuration must be an object")
-    for key in ("pushNotificationConfig", "taskPushNotificationConfig"):
-        if configuration.get(key):
-            raise RpcError(PUSH_NOTIFICATION_NOT_SUPPORTED, "Push notifications are not supported")
-    return configuration
-
-
-def _blocking(configuration: dict[str, Any], dialect: Dialect) -> bool:
-    """Whether a send waits for the Task to stop (terminal or waiting on a
-    person). v0.3: ``blocking``, true
-    when absent; v1.0: ``not returnImmediately`` (false when absent) — the
-    official SDK's defaults. The toolnexus dialect always returns at once."""
-    if dialect is Dialect.TOOLNEXUS:
-        return False
-    key, default = ("blocking", True) if dialect is Dialect.V03 else ("returnImmediately", False)
-    value = configuration.get(key, default)
-    if value is None:
-        value = default
-    if not isinstance(value, bool):
-        raise RpcError(INVALID_PARAMS, f"Invalid params: configuration.{key} must be a boolean")
-    return value if dialect is Dialect.V03 else not value
+    return own_task(ctx.store, ctx.owner, task_id)
 
 
 def _busy() -> RpcError:
@@ -249,10 +190,11 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
         message = v1.message_from_v1(message)
     parts.check(message.get("parts"))
     for key in ("contextId", "taskId", "messageId"):
-        _check_id_field(message, key)
-    configuration = _configuration(params)
-    history_length = _history_length(configuration.get("historyLength"))
-    blocking = not streaming and _blocking(configuration, dialect)
+        check_id_field(message, key)
+    configuration = configuration_of(params)
+    history_length = history_length_of(configuration.get("historyLength"))
+    blocking = not streaming and blocking_asked(configuration, dialect)
+    push = pushops.inline_spec(configuration, ctx, dialect)  # checked before anything is saved
 
     # Where a waiting request holds a server thread, take a slot before
     # anything is saved, so a refusal leaves no Task behind.
@@ -267,6 +209,10 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
             task = continue_task(message, ctx)
         else:
             task = start_task(message, ctx)
+        if push is not None:
+            # A new Task's notifications start after its submission (its run
+            # may already be going); a continued Task's after its answer.
+            pushops.attach(task, push, ctx, dialect, new=message.get("taskId") is None)
     except BaseException:
         if slot is not None:
             slot.release()
@@ -340,8 +286,8 @@ def continue_task(message: dict[str, Any], ctx: CallContext) -> Task:
 
 
 def get_task(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
-    task_id = _task_id(params)
-    history_length = _history_length(params.get("historyLength"))
+    task_id = task_id_of(params)
+    history_length = history_length_of(params.get("historyLength"))
     task = _own_task(ctx, task_id)
     return render_task(task, dialect, history_length=history_length)
 
@@ -359,7 +305,7 @@ def list_tasks(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> An
 
 
 def cancel(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
-    task_id = _task_id(params)
+    task_id = task_id_of(params)
     _own_task(ctx, task_id)
     try:
         canceled = ctx.actions.cancel(task_id, owner=ctx.owner)
@@ -378,7 +324,7 @@ def subscribe(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any
     """Follow a Task. With ``Last-Event-ID`` (a reconnect): exactly the
     messages after it, replayed even if the Task has finished since, then the
     live ones. Without: the Task, then its moves (a terminal Task: -32004)."""
-    task_id = _task_id(params)
+    task_id = task_id_of(params)
     task = _own_task(ctx, task_id)
     after = follow.position_of(ctx.last_event_id)
     state = state_of(task)
@@ -391,13 +337,6 @@ def subscribe(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any
     if slot is None and ctx.held is not None:
         raise _busy()
     return EventStream(ctx.store, task, dialect, after=after, slot=slot)
-
-
-# -- what this server does not offer ---------------------------------------------------------
-
-
-def push_config(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
-    raise RpcError(PUSH_NOTIFICATION_NOT_SUPPORTED, "Push notifications are not supported")
 
 
 # -- GetExtendedAgentCard / agent/getAuthenticatedExtendedCard ------------------------------
@@ -420,6 +359,6 @@ OPERATIONS: dict[str, Callable[[dict[str, Any], CallContext, Dialect], Any]] = {
     "list": list_tasks,
     "cancel": cancel,
     "subscribe": subscribe,
-    "push-config": push_config,
+    **pushops.OPERATIONS,
     "extended-card": extended_card,
 }

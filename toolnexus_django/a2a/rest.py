@@ -14,7 +14,8 @@ route (under the endpoint's mount)          operation
 ``GET|POST tasks/{id}:subscribe``           SubscribeToTask (SSE)
 ``GET tasks?contextId=&status=&...``        ListTasks
 ``GET extendedAgentCard``                   GetExtendedAgentCard
-``* tasks/{id}/pushNotificationConfigs…``   push configs (not supported)
+``POST|GET tasks/{id}/pushNotificationConfigs``  Create / List push configs
+``GET|DELETE …/pushNotificationConfigs/{c}``  Get / Delete a push config
 ==========================================  ====================================
 
 A result is the JSON-RPC ``result`` itself; a stream's events are the same
@@ -37,7 +38,6 @@ from .jsonrpc import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
-    PUSH_NOTIFICATION_NOT_SUPPORTED,
     TASK_NOT_FOUND,
     RpcError,
     RpcRequest,
@@ -66,6 +66,8 @@ ALLOWED = {
     "cancel": ("POST",),
     "subscribe": ("GET", "POST"),
     "extendedAgentCard": ("GET",),
+    "configs": ("GET", "POST"),
+    "config": ("GET", "DELETE"),
 }
 
 #: The ListTasks parameters a query string may carry.
@@ -173,8 +175,17 @@ def route(method: str, path: str, query: Mapping[str, Sequence[str]], body: byte
     if path.startswith("tasks/"):
         rest = path[len("tasks/") :]
         task_id, _, tail = rest.partition("/")
-        if tail == "pushNotificationConfigs" or tail.startswith("pushNotificationConfigs/"):
-            raise RpcError(PUSH_NOTIFICATION_NOT_SUPPORTED, "Push notifications are not supported")
+        if tail == "pushNotificationConfigs" and task_id:
+            if method == "POST":
+                created = {**parse_object(body), "taskId": task_id}
+                return call("configs", "CreateTaskPushNotificationConfig", created, "POST")
+            return call("configs", "ListTaskPushNotificationConfigs", {"taskId": task_id}, "GET")
+        if tail.startswith("pushNotificationConfigs/") and task_id:
+            config_id = tail[len("pushNotificationConfigs/") :]
+            ref = {"taskId": task_id, "id": config_id}
+            if method == "DELETE":
+                return call("config", "DeleteTaskPushNotificationConfig", ref, "DELETE")
+            return call("config", "GetTaskPushNotificationConfig", ref, "GET")
         if not tail and task_id:
             for suffix, name, v1_method, methods in (
                 (":cancel", "cancel", "CancelTask", ("POST",)),

@@ -29,7 +29,7 @@ class _LateValidatedTask(Task):
         pass
 
 
-def job(func: Callable[[str], str]) -> Any:
+def job(func: Callable[..., str]) -> Any:
     """Declare ``func`` a Django Task on TASK_BACKEND's alias (else "default").
     ``@task`` checks that alias exists at import time; a project whose TASKS
     has no such backend still imports — the in-process backend needs none,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -56,13 +57,23 @@ def expire_due(store: TaskStore | None = None, now: datetime | None = None) -> l
     return expired
 
 
+#: More work each sweep does, added by the layers above (push deliveries).
+EXTRA_SWEEPS: list[Callable[[], dict[str, Any]]] = []
+
+
 def sweep_once() -> dict[str, Any]:
-    """Answer expired Requests (ok=False, reason "expired") and recover
-    Tasks whose worker died. Returns what it did, by kind."""
+    """Answer expired Requests (ok=False, reason "expired"), recover Tasks
+    whose worker died, then the :data:`EXTRA_SWEEPS`. Returns what it did."""
     expired = expire_due()
     for task_id in expired:
         logger.info("Task %s: its request expired; the run continues with that", task_id)
-    return {"expired": expired, **recover()}
+    done = {"expired": expired, **recover()}
+    for extra in list(EXTRA_SWEEPS):
+        try:
+            done.update(extra())
+        except Exception:  # one failing sweep must not stop the others
+            logger.exception("sweep %s failed", getattr(extra, "__qualname__", extra))
+    return done
 
 
 class Housekeeper:

@@ -1,0 +1,434 @@
+"""Push notifications (toolnexus_django/push/) against a real webhook receiver
+on 127.0.0.1, allowed through TOOLNEXUS["PUSH"]["ALLOWED_HOSTS"]: configs in
+every dialect and binding, every transition delivered in order with its
+token and event id, retries with growing delays, disabling, SSRF refusals."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from toolnexus import Answer
+
+from tests.conftest import RpcClient, basic, http, wait_until
+from tests.fakes import FakeLLM, Hang, Text, ToolCall
+from tests.webhooks import Received, Receiver
+from toolnexus_django import lifecycle
+from toolnexus_django.models import PushConfig, PushDelivery
+from toolnexus_django.push.delivery import deliver
+from toolnexus_django.review import answer_task
+from toolnexus_django.stores import get_task_store
+
+EXPENSE = ToolCall("file_expense", {"amount": 12.5, "description": "taxi"})
+V1 = {"A2A-Version": "1.0"}
+ALLOW = {"ALLOWED_HOSTS": ["127.0.0.1"], "RETRY_DELAY": 0.1, "MAX_ATTEMPTS": 4}
+BASIC_ONLY = {
+    "AUTHENTICATION_CLASSES": ["rest_framework.authentication.BasicAuthentication"],
+    "PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+
+def v1_message(text: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "messageId": str(uuid.uuid4()),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+        **fields,
+    }
+
+
+def v03_message(text: str) -> dict[str, Any]:
+    return {
+        "kind": "message",
+        "messageId": str(uuid.uuid4()),
+        "role": "user",
+        "parts": [{"kind": "text", "text": text}],
+    }
+
+
+def approve(task_id: str) -> None:
+    """A reviewer approves the Task's expense claim (as the admin would)."""
+    pending = lifecycle.read(get_task_store().get(task_id)).pending or {}
+    answer = Answer(id=pending.get("id"), ok=True, data={"cost_center": "travel"})
+    answer_task(task_id, answer, decision="approve", actor="reviewer")
+
+
+def distinct(states: list[str]) -> list[str]:
+    out: list[str] = []
+    for state in states:
+        if not out or out[-1] != state:
+            out.append(state)
+    return out
+
+
+def order_key(event_id: str) -> tuple[int, int]:
+    head, _, k = event_id.partition(".")
+    return int(head), int(k or 0)
+
+
+def assert_in_order(received: list[Received], token: str) -> None:
+    ids = [r.headers["x-a2a-event-id"] for r in received]
+    assert len(set(ids)) == len(ids), ids
+    assert ids == sorted(ids, key=order_key), ids
+    assert all(r.headers.get("x-a2a-notification-token") == token for r in received)
+
+
+def wait_state(received: Receiver, state: str) -> list[Received]:
+    return wait_until(
+        lambda: [r for r in received.received if r.state == state] and list(received.received),
+        what=f"a notification of {state}",
+    )
+
+
+# -- every transition, in order, in each dialect ------------------------------------------
+
+
+def test_v1_inline_config_gets_every_transition_in_order(
+    agent_url: str, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm, PUSH=ALLOW)
+    fake_llm.push(EXPENSE, Text("Your claim is filed."))
+    rpc = RpcClient(agent_url, V1)
+    with Receiver() as hook:
+        config = {
+            "url": hook.url,
+            "token": "tok-v1",
+            "authentication": {"scheme": "Bearer", "credentials": "s3cret"},
+        }
+        sent = rpc.call(
+            "SendMessage",
+            {
+                "message": v1_message("file an expense of 12.5 for a taxi"),
+                "configuration": {"returnImmediately": True, "taskPushNotificationConfig": config},
+            },
+        )
+        task_id = sent["result"]["task"]["id"]
+        wait_state(hook, "TASK_STATE_INPUT_REQUIRED")
+        approve(task_id)
+        wait_state(hook, "TASK_STATE_COMPLETED")
+        got = list(hook.received)
+    assert distinct([r.state for r in got if r.state]) == [
+        "TASK_STATE_WORKING",
+        "TASK_STATE_INPUT_REQUIRED",
+        "TASK_STATE_WORKING",
+        "TASK_STATE_COMPLETED",
+    ]
+    assert_in_order(got, "tok-v1")
+    assert all(r.headers["authorization"] == "Bearer s3cret" for r in got)
+    # The artifact comes as its own update, before the final status.
+    artifacts = [r for r in got if "artifactUpdate" in r.body]
+    assert artifacts[0].body["artifactUpdate"]["artifact"]["parts"] == [
+        {"text": "Your claim is filed."}
+    ]
+    assert all(
+        r.body.get("statusUpdate", r.body.get("artifactUpdate"))["taskId"] == task_id for r in got
+    )
+
+
+def test_v03_set_then_the_run_notifies_with_the_task(
+    agent_url: str, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm, PUSH=ALLOW)
+    fake_llm.push(Hang(max_seconds=20, then=EXPENSE), Text("Filed."))
+    rpc = RpcClient(agent_url)
+    with Receiver() as hook:
+        sent = rpc.call(
+            "message/send",
+            {"message": v03_message("file an expense"), "configuration": {"blocking": False}},
+        )
+        task_id = sent["result"]["id"]
+        fake_llm.wait_held(1)
+        made = rpc.call(
+            "tasks/pushNotificationConfig/set",
+            {
+                "taskId": task_id,
+                "pushNotificationConfig": {"id": "mine", "url": hook.url, "token": "t3"},
+            },
+        )["result"]
+        assert made == {
+            "taskId": task_id,
+            "pushNotificationConfig": {"id": "mine", "url": hook.url, "token": "t3"},
+        }
+        fake_llm.release()
+        wait_state(hook, "input-required")
+        approve(task_id)
+        wait_state(hook, "completed")
+        got = list(hook.received)
+    # The v0.3 body is the Task as each event left it.
+    assert distinct([r.state for r in got]) == ["input-required", "working", "completed"]
+    assert all(r.body["id"] == task_id and r.body["kind"] == "task" for r in got)
+    assert_in_order(got, "t3")
+
+
+def test_get_list_delete_and_another_owner(
+    agent_url: str, configure: Any, fake_llm: FakeLLM, users: Any
+) -> None:
+    configure(fake_llm, PUSH=ALLOW, **BASIC_ONLY)
+    fake_llm.default = Hang(max_seconds=20, then=Text("done"))
+    alice = RpcClient(agent_url, {**V1, **basic("alice")})
+    bob = RpcClient(agent_url, {**V1, **basic("bob")})
+    task_id = alice.call(
+        "SendMessage",
+        {"message": v1_message("a job"), "configuration": {"returnImmediately": True}},
+    )["result"]["task"]["id"]
+    made = alice.call(
+        "CreateTaskPushNotificationConfig",
+        {
+            "taskId": task_id,
+            "url": "http://127.0.0.1:9/a",
+            "token": "x",
+            "authentication": {"scheme": "Basic", "credentials": "dTpw"},
+        },
+    )["result"]
+    # Credentials are write-only: the scheme comes back, never the secret.
+    assert made["authentication"] == {"scheme": "Basic"} and made["id"]
+    alice.call(
+        "CreateTaskPushNotificationConfig",
+        {"taskId": task_id, "id": "second", "url": "http://127.0.0.1:9/b"},
+    )
+    listed = alice.call("ListTaskPushNotificationConfigs", {"taskId": task_id})["result"]
+    assert sorted(c["id"] for c in listed["configs"]) == sorted([made["id"], "second"])
+    got = alice.call("GetTaskPushNotificationConfig", {"taskId": task_id, "id": "second"})["result"]
+    assert got["url"] == "http://127.0.0.1:9/b"
+    stored = PushConfig.objects.get(task_id=task_id, config_id=made["id"])
+    assert "dTpw" not in stored.credentials and stored.credentials  # encrypted at rest
+
+    # Another owner: as if neither the Task nor its configs existed.
+    for method, params in (
+        ("GetTaskPushNotificationConfig", {"taskId": task_id, "id": "second"}),
+        ("ListTaskPushNotificationConfigs", {"taskId": task_id}),
+        ("DeleteTaskPushNotificationConfig", {"taskId": task_id, "id": "second"}),
+        ("CreateTaskPushNotificationConfig", {"taskId": task_id, "url": "http://127.0.0.1:9/c"}),
+    ):
+        assert bob.call(method, params)["error"]["code"] == -32001, method
+    assert (
+        alice.call("DeleteTaskPushNotificationConfig", {"taskId": task_id, "id": "second"})[
+            "result"
+        ]
+        == {}
+    )
+    gone = alice.call("GetTaskPushNotificationConfig", {"taskId": task_id, "id": "second"})
+    assert gone["error"]["code"] == -32001
+    # v0.3 names and shapes on the same configs.
+    v03 = RpcClient(agent_url, basic("alice"))
+    assert [
+        c["pushNotificationConfig"]["id"]
+        for c in v03.call("tasks/pushNotificationConfig/list", {"id": task_id})["result"]
+    ] == [made["id"]]
+    assert (
+        v03.call(
+            "tasks/pushNotificationConfig/delete",
+            {"id": task_id, "pushNotificationConfigId": made["id"]},
+        )["result"]
+        is None
+    )
+    fake_llm.release()
+
+
+def test_rest_routes_for_configs(agent_url: str, configure: Any, fake_llm: FakeLLM) -> None:
+    configure(fake_llm, PUSH=ALLOW)
+    fake_llm.default = Text("done")
+    sent = http(
+        agent_url + "message:send",
+        data=b'{"message": {"messageId": "r1", "role": "ROLE_USER", "parts": [{"text": "x"}]}}',
+        headers={"Content-Type": "application/json"},
+    ).json
+    task_id = sent["task"]["id"]
+    base = f"{agent_url}tasks/{task_id}/pushNotificationConfigs"
+    made = http(
+        base,
+        data=b'{"id": "c1", "url": "http://127.0.0.1:9/x"}',
+        headers={"Content-Type": "application/json"},
+    )
+    assert made.status == 200 and made.json["id"] == "c1" and made.json["taskId"] == task_id
+    assert [c["id"] for c in http(base).json["configs"]] == ["c1"]
+    assert http(base + "/c1").json["url"] == "http://127.0.0.1:9/x"
+    assert http(base + "/c1", method="DELETE").status == 200
+    assert http(base + "/c1").status == 404
+    refused = http(
+        base, data=b'{"url": "http://10.0.0.1/"}', headers={"Content-Type": "application/json"}
+    )
+    assert refused.status == 400
+    assert refused.json["error"]["details"][0]["metadata"]["reason"] == "PUSH_URL_REFUSED"
+
+
+# -- retries, backoff, disabling ---------------------------------------------------------
+
+
+def test_a_receiver_that_is_down_at_first_gets_everything_later_in_order(
+    agent_url: str, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm, PUSH=ALLOW)
+    fake_llm.default = Text("done")
+    with Receiver() as hook:
+        hook.answer(503, 503, 503)  # then 200s
+        RpcClient(agent_url, V1).call(
+            "SendMessage",
+            {
+                "message": v1_message("notify me"),
+                "configuration": {
+                    "returnImmediately": True,
+                    "taskPushNotificationConfig": {"url": hook.url, "token": "t"},
+                },
+            },
+        )
+        wait_state(hook, "TASK_STATE_COMPLETED")
+        got = list(hook.received)
+    first = got[0].headers["x-a2a-event-id"]
+    # The first notification was tried four times, then everything in order.
+    assert [r.headers["x-a2a-event-id"] for r in got[:4]] == [first] * 4
+    assert_in_order(got[3:], "t")
+    retries = list(PushDelivery.objects.filter(outcome="retry").order_by("at"))
+    assert [d.attempt for d in retries] == [1, 2, 3]
+    waits = [(d.next_attempt_at - d.at).total_seconds() for d in retries]
+    assert waits == sorted(waits) and waits[0] < waits[-1]  # each delay at least the last
+
+
+def test_a_receiver_failing_for_ever_disables_the_config(
+    agent_url: str, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm, PUSH={**ALLOW, "MAX_ATTEMPTS": 3})
+    fake_llm.default = Text("done")
+    with Receiver() as hook:
+        hook.always(500)
+        rpc = RpcClient(agent_url, V1)
+        task_id = rpc.call(
+            "SendMessage",
+            {
+                "message": v1_message("notify me"),
+                "configuration": {
+                    "returnImmediately": True,
+                    "taskPushNotificationConfig": {"url": hook.url},
+                },
+            },
+        )["result"]["task"]["id"]
+        config = wait_until(
+            lambda: PushConfig.objects.filter(task_id=task_id, disabled_at__isnull=False).first(),
+            what="the config to be disabled",
+        )
+        assert len(hook.received) == 3
+    assert "3 deliveries failed in a row" in config.disabled_reason
+    assert "HTTP 500" in config.disabled_reason
+    outcomes = list(
+        PushDelivery.objects.filter(config=config).order_by("at").values_list("outcome", flat=True)
+    )
+    assert outcomes == ["retry", "retry", "disabled"]
+
+
+def test_another_4xx_skips_that_notification_and_goes_on(
+    agent_url: str, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm, PUSH=ALLOW)
+    fake_llm.default = Text("done")
+    with Receiver() as hook:
+        hook.answer(410)
+        RpcClient(agent_url, V1).call(
+            "SendMessage",
+            {
+                "message": v1_message("notify me"),
+                "configuration": {
+                    "returnImmediately": True,
+                    "taskPushNotificationConfig": {"url": hook.url},
+                },
+            },
+        )
+        got = wait_state(hook, "TASK_STATE_COMPLETED")
+    assert got[0].headers["x-a2a-event-id"] != got[1].headers["x-a2a-event-id"]
+    assert PushDelivery.objects.filter(outcome="gave-up", status_code=410).count() == 1
+
+
+# -- SSRF ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://10.0.0.1/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]/",
+        "http://localhost/",  # a name that resolves to loopback
+        "ftp://example.com/",
+        "http://user:pw@example.com/",
+    ],
+)
+def test_unsafe_urls_are_refused_when_set(
+    agent_url: str, configure: Any, fake_llm: FakeLLM, url: str
+) -> None:
+    configure(fake_llm)  # nothing allowed
+    fake_llm.default = Text("done")
+    rpc = RpcClient(agent_url, V1)
+    refused = rpc.call(
+        "SendMessage",
+        {
+            "message": v1_message("x"),
+            "configuration": {
+                "returnImmediately": True,
+                "taskPushNotificationConfig": {"url": url},
+            },
+        },
+    )
+    assert refused["error"]["code"] == -32602, refused
+    assert refused["error"]["data"][0]["metadata"]["reason"] == "PUSH_URL_REFUSED"
+    assert PushConfig.objects.count() == 0
+
+
+def test_loopback_without_the_allowlist_is_never_called(
+    agent_url: str, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm)
+    fake_llm.default = Text("done")
+    with Receiver() as hook:
+        rpc = RpcClient(agent_url, V1)
+        task_id = rpc.call(
+            "SendMessage",
+            {"message": v1_message("x"), "configuration": {"returnImmediately": True}},
+        )["result"]["task"]["id"]
+        refused = rpc.call("CreateTaskPushNotificationConfig", {"taskId": task_id, "url": hook.url})
+        assert refused["error"]["code"] == -32602
+        assert "loopback" in refused["error"]["message"]
+        # Allowed when set, then the allowlist goes: each delivery checks again.
+        configure(fake_llm, PUSH=ALLOW)
+        rpc.call("CreateTaskPushNotificationConfig", {"taskId": task_id, "url": hook.url})
+        config = wait_until(
+            lambda: PushConfig.objects.filter(task_id=task_id, lease_owner="").first(),
+            what="the config to be idle",
+        )
+        configure(fake_llm, PUSH={"ALLOWED_HOSTS": []})  # nothing allowed any more
+        before = hook.connections
+        PushConfig.objects.filter(pk=config.pk).update(delivered_seq=0)  # undelivered events
+        assert deliver(config.pk) == "disabled"
+        config.refresh_from_db()
+        assert "no longer allowed" in config.disabled_reason
+        assert hook.connections == before == 0
+
+
+def test_a_redirect_is_not_followed(agent_url: str, configure: Any, fake_llm: FakeLLM) -> None:
+    configure(fake_llm, PUSH=ALLOW)
+    fake_llm.default = Text("done")
+    with Receiver() as hook, Receiver("127.0.0.2") as inner:
+        hook.always(302, {"Location": f"http://127.0.0.2:{inner.port}/stolen"})
+        RpcClient(agent_url, V1).call(
+            "SendMessage",
+            {
+                "message": v1_message("x"),
+                "configuration": {
+                    "returnImmediately": True,
+                    "taskPushNotificationConfig": {"url": hook.url},
+                },
+            },
+        )
+        wait_until(
+            lambda: PushDelivery.objects.filter(outcome="gave-up").count() >= 2, what="skips"
+        )
+        assert inner.connections == 0
+    assert set(PushDelivery.objects.values_list("status_code", flat=True)) == {302}
+
+
+def test_the_card_offers_push_notifications(agent_url: str, configure: Any) -> None:
+    configure(None)
+    card = http(agent_url + ".well-known/agent-card.json").json
+    assert card["capabilities"]["pushNotifications"] is True
+    configure(None, store="memory")
+    card = http(agent_url + ".well-known/agent-card.json").json
+    assert card["capabilities"]["pushNotifications"] is False

@@ -1,0 +1,13 @@
+"""Push notifications: durable, retried, authenticated, SSRF-safe webhooks.
+
+- :mod:`.configs` stores a Task's configs (the django store's database);
+- :mod:`.ssrf` decides which URLs may be called;
+- :mod:`.secrets` keeps tokens and credentials encrypted at rest;
+- :mod:`.sender` makes one HTTP call;
+- :mod:`.delivery` follows each config's Task event log and delivers it.
+
+The event log is the outbox: every move writes its event in the same
+transaction as the change (:mod:`toolnexus_django.lifecycle.events`), and a
+config's ``delivered_seq`` says how far its notifications have got, so what
+was not delivered is still there after any crash.
+"""

@@ -1,0 +1,111 @@
+"""A Task's push notification configs in the database (the django store)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from ..a2a.pushconfig import (
+    MAX_CONFIGS_PER_TASK,
+    PushConfigSpec,
+    PushURLRefused,
+    StoredPushConfig,
+)
+from ..conf import toolnexus_settings
+from . import secrets
+from .ssrf import RefusedURL, check_url
+
+
+def push_setting(key: str) -> Any:
+    return toolnexus_settings.PUSH[key]
+
+
+def check(url: str) -> Any:
+    """The checked target of ``url`` (raises :class:`PushURLRefused`)."""
+    try:
+        return check_url(url, push_setting("ALLOWED_HOSTS") or ())
+    except RefusedURL as refused:
+        raise PushURLRefused(str(refused)) from None
+
+
+def stored(row: Any) -> StoredPushConfig:
+    return StoredPushConfig(
+        task_id=row.task_id,
+        config_id=row.config_id,
+        url=row.url,
+        token=secrets.unseal(row.token),
+        scheme=row.auth_scheme,
+        dialect=row.dialect,
+        disabled=row.disabled_at is not None,
+    )
+
+
+class DatabasePushConfigs:
+    """The configs of the django store's Tasks (``a2a.pushconfig.PushConfigs``)."""
+
+    def __init__(self, using: str = "default") -> None:
+        self.using = using
+
+    @property
+    def rows(self) -> Any:
+        from ..models import PushConfig
+
+        return PushConfig.objects.using(self.using)
+
+    def check(self, spec: PushConfigSpec) -> None:
+        check(spec.url)
+
+    def create(
+        self, task_id: str, owner: str | None, spec: PushConfigSpec, dialect: str, *, after: int
+    ) -> StoredPushConfig:
+        from ..models import TaskRecord
+
+        check(spec.url)
+        config_id = spec.config_id or str(uuid.uuid4())
+        with transaction.atomic(using=self.using):
+            record = TaskRecord.objects.using(self.using).select_for_update().get(pk=task_id)
+            existing = self.rows.filter(task_id=task_id)
+            if (
+                existing.count() >= MAX_CONFIGS_PER_TASK
+                and not existing.filter(config_id=config_id).exists()
+            ):
+                raise ValueError(f"a Task has at most {MAX_CONFIGS_PER_TASK} push configs")
+            start = record.event_seq if after < 0 else min(after, record.event_seq)
+            values = {
+                "owner": owner or "",
+                "dialect": dialect,
+                "url": spec.url,
+                "token": secrets.seal(spec.token),
+                "auth_scheme": spec.scheme,
+                "credentials": secrets.seal(spec.credentials),
+                "delivered_seq": start,
+                "failures": 0,
+                "next_attempt_at": None,
+                "disabled_at": None,
+                "disabled_reason": "",
+            }
+            try:
+                row, _ = self.rows.update_or_create(
+                    task_id=task_id, config_id=config_id, defaults=values
+                )
+            except IntegrityError:  # a concurrent set of the same id
+                row = self.rows.get(task_id=task_id, config_id=config_id)
+        from .delivery import note_new_config, schedule
+
+        note_new_config()
+        schedule([row.pk], using=self.using)
+        return stored(row)
+
+    def get(self, task_id: str, config_id: str | None) -> StoredPushConfig | None:
+        rows = self.rows.filter(task_id=task_id)
+        row = rows.filter(config_id=config_id).first() if config_id else rows.first()
+        return stored(row) if row is not None else None
+
+    def list(self, task_id: str) -> list[StoredPushConfig]:
+        return [stored(row) for row in self.rows.filter(task_id=task_id)]
+
+    def delete(self, task_id: str, config_id: str) -> bool:
+        deleted, _ = self.rows.filter(task_id=task_id, config_id=config_id).delete()
+        return deleted > 0

@@ -1,0 +1,59 @@
+"""System checks of ``TOOLNEXUS["PUSH"]`` (push notifications)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.core.checks import CheckMessage, Error, Tags, register
+
+from .conf import DEFAULTS, SETTING_NAME, merge, toolnexus_settings
+
+KNOWN = tuple(DEFAULTS["PUSH"])
+
+
+@register(Tags.compatibility)
+def check_push(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    raw = toolnexus_settings.user_settings.get("PUSH")
+    if raw is None:
+        return []
+    if not isinstance(raw, dict):
+        return [Error(f"{SETTING_NAME}['PUSH'] must be a dict", id="toolnexus_django.E006")]
+    errors: list[CheckMessage] = []
+    unknown = sorted(set(raw) - set(KNOWN))
+    if unknown:
+        errors.append(
+            Error(
+                f"{SETTING_NAME}['PUSH'] has unknown key(s): {', '.join(map(repr, unknown))}",
+                hint=f"Known keys: {', '.join(KNOWN)}.",
+                id="toolnexus_django.E001",
+            )
+        )
+    push = merge({"PUSH": raw})["PUSH"]
+    hosts = push["ALLOWED_HOSTS"]
+    if not isinstance(hosts, (list, tuple)) or not all(isinstance(h, str) for h in hosts):
+        errors.append(
+            Error(
+                f"{SETTING_NAME}['PUSH']['ALLOWED_HOSTS'] must be a list of host names",
+                id="toolnexus_django.E006",
+            )
+        )
+    for key in ("TIMEOUT", "RETRY_DELAY", "MAX_RETRY_DELAY"):
+        value = push[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            errors.append(
+                Error(
+                    f"{SETTING_NAME}['PUSH'][{key!r}] must be a positive number of seconds",
+                    id="toolnexus_django.E009",
+                )
+            )
+    for key in ("MAX_ATTEMPTS", "THREADS"):
+        value = push[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            errors.append(
+                Error(
+                    f"{SETTING_NAME}['PUSH'][{key!r}] must be an integer >= 1",
+                    id="toolnexus_django.E009",
+                )
+            )
+    return errors

@@ -80,16 +80,15 @@ class DatabaseThreads:
         return future
 
     def _serve(self) -> None:
+        statements = _StatementCount()
+        for alias in connections:
+            connections[alias].execute_wrappers.append(statements)
         try:
             while (item := self._work.get()) is not _STOP:
                 loop, future, fn, args = item
                 try:
-                    result = fn(*args)
+                    result = _call(fn, args, statements)
                 except BaseException as exc:
-                    if isinstance(exc, (OperationalError, InterfaceError)):
-                        # A broken connection (a database restart): the next call opens anew.
-                        for conn in connections.all(initialized_only=True):
-                            conn.close()
                     loop.call_soon_threadsafe(_fail, future, exc)
                 else:
                     loop.call_soon_threadsafe(_resolve, future, result)
@@ -114,6 +113,42 @@ class DatabaseThreads:
         for thread in running:
             thread.join(timeout)
         return not any(t.is_alive() for t in running)
+
+
+class _StatementCount:
+    """An execute wrapper counting the statements that went through."""
+
+    def __init__(self) -> None:
+        self.done = 0
+
+    def __call__(self, execute: Callable[..., Any], *args: Any) -> Any:
+        result = execute(*args)
+        self.done += 1
+        return result
+
+
+def _close_connections() -> None:
+    for conn in connections.all(initialized_only=True):
+        conn.close()
+
+
+def _call(fn: Callable[..., Any], args: Any, statements: _StatementCount) -> Any:
+    """``fn(*args)`` on this thread's connections. A connection that broke
+    while the thread waited (a database restart) fails on its first
+    statement: then nothing was done, so the call runs again on a new one.
+    A later failure is the caller's (the connection is closed for the next)."""
+    statements.done = 0
+    try:
+        return fn(*args)
+    except (OperationalError, InterfaceError):
+        _close_connections()
+        if statements.done:
+            raise
+    try:
+        return fn(*args)
+    except (OperationalError, InterfaceError):
+        _close_connections()
+        raise
 
 
 def _resolve(future: asyncio.Future[Any], result: Any) -> None:

@@ -160,6 +160,9 @@ TOOLNEXUS = {
             for h in os.environ.get("TOOLNEXUS_PUSH_ALLOWED_HOSTS", "").split(",")
             if h.strip()
         ],
+        # The crash tests shorten these.
+        "TIMEOUT": float(os.environ.get("TOOLNEXUS_PUSH_TIMEOUT", "10")),
+        "RETRY_DELAY": float(os.environ.get("TOOLNEXUS_PUSH_RETRY_DELAY", "1")),
     },
     # The demo endpoint is open; real projects pick DRF classes here.
     "AUTHENTICATION_CLASSES": [],

@@ -46,8 +46,14 @@ from .configs import check, push_setting
 
 logger = logging.getLogger("toolnexus_django.push")
 
-#: How long a worker holds a config while it delivers (renewed per call).
-LEASE_SECONDS = 60.0
+
+def lease_seconds() -> float:
+    """How long a worker holds a config while it delivers (renewed per
+    event): past one call's timeout, so a live delivery keeps it, and short,
+    so a dead worker's config is soon someone else's."""
+    return 2 * float(push_setting("TIMEOUT")) + 5
+
+
 #: The longest a ``Retry-After`` may put a retry off.
 MAX_RETRY_AFTER = 3600.0
 #: Events read per look at a config's log.
@@ -195,7 +201,7 @@ def _claim(pk: int, using: str, holder: str) -> bool:
         .filter(pk=pk, disabled_at__isnull=True)
         .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now) | Q(lease_owner=holder))
-        .update(lease_owner=holder, lease_until=now + timedelta(seconds=LEASE_SECONDS))
+        .update(lease_owner=holder, lease_until=now + timedelta(seconds=lease_seconds()))
         == 1
     )
 
@@ -278,7 +284,7 @@ def deliver(pk: int, *, using: str = "default") -> str:
                 delivered_seq=event.seq,
                 failures=0,
                 next_attempt_at=None,
-                lease_until=timezone.now() + timedelta(seconds=LEASE_SECONDS),
+                lease_until=timezone.now() + timedelta(seconds=lease_seconds()),
             )
     return outcome
 

@@ -129,10 +129,11 @@ def check_url(
             raise RefusedURL(f"{host} does not resolve")
     for text in addresses:
         try:
-            if ipaddress.ip_address(text.split("%", 1)[0]) in METADATA:
-                raise RefusedURL(f"{host} resolves to {text}, a cloud metadata address")
+            address = ipaddress.ip_address(text.split("%", 1)[0])
         except ValueError:
-            pass
+            continue
+        if address in METADATA:
+            raise RefusedURL(f"{host} resolves to {text}, a cloud metadata address")
     if not allowed:
         for text in addresses:
             try:

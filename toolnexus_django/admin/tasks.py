@@ -19,6 +19,7 @@ from django.utils.translation import gettext_lazy as _
 from ..lifecycle.requests import ANSWER_PERMISSION
 from ..models import TaskRecord, TaskState
 from .display import timeline
+from .push import can_view_push, task_section
 
 
 def can_answer(request: HttpRequest) -> bool:
@@ -52,6 +53,7 @@ class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
         "created_at",
         "updated_at",
         "timeline",
+        "push_notifications",
         "task_json",
         "private_json",
     )
@@ -66,6 +68,16 @@ class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
             args=[quote(obj.pk)],
         )
         return format_html('<a href="{}">{}</a>', url, gettext("Answer it in the review queue"))
+
+    @admin.display(description=_("push notifications"))
+    def push_notifications(self, obj: TaskRecord) -> SafeString:
+        return task_section(self.admin_site, obj)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = super().get_fields(request, obj)
+        if can_view_push(request):
+            return fields
+        return [f for f in fields if f != "push_notifications"]
 
     @admin.display(description=_("task"))
     def task_json(self, obj: TaskRecord) -> str:

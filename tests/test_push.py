@@ -439,3 +439,83 @@ def test_the_card_offers_push_notifications(agent_url: str, configure: Any) -> N
     configure(None, store="memory")
     card = http(agent_url + ".well-known/agent-card.json").json
     assert card["capabilities"]["pushNotifications"] is False
+
+
+# -- signed notifications ------------------------------------------------------------------
+
+
+def verify(jws: str, keys: list[dict[str, Any]]) -> dict[str, Any]:
+    """The claims of ``jws`` if one of ``keys`` signed it (as a receiver checks)."""
+    import base64
+    import json
+
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+    def decode(part: str) -> bytes:
+        return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+    head, claims, signature = jws.split(".")
+    header = json.loads(decode(head))
+    assert header["alg"] == "ES256"
+    (jwk,) = [k for k in keys if k["kid"] == header["kid"]]
+    public = ec.EllipticCurvePublicNumbers(
+        int.from_bytes(decode(jwk["x"]), "big"),
+        int.from_bytes(decode(jwk["y"]), "big"),
+        ec.SECP256R1(),
+    ).public_key()
+    raw = decode(signature)
+    der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+    public.verify(der, f"{head}.{claims}".encode(), ec.ECDSA(hashes.SHA256()))  # raises if forged
+    return dict(json.loads(decode(claims)))
+
+
+def test_signed_notifications_verify_against_the_published_key_set(
+    agent_url: str, configure: Any, fake_llm: FakeLLM
+) -> None:
+    import base64
+    import hashlib
+    import time
+
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    configure(fake_llm, PUSH={**ALLOW, "SIGNING_KEY": pem, "ISSUER": "https://agent.example"})
+    fake_llm.default = Text("done")
+    keys = http(agent_url + ".well-known/jwks.json").json["keys"]
+    assert [k["alg"] for k in keys] == ["ES256"] and "d" not in keys[0]  # public only
+    with Receiver() as hook:
+        task_id = RpcClient(agent_url, V1).call(
+            "SendMessage",
+            {
+                "message": v1_message("sign it"),
+                "configuration": {
+                    "returnImmediately": True,
+                    "taskPushNotificationConfig": {"url": hook.url},
+                },
+            },
+        )["result"]["task"]["id"]
+        got = wait_state(hook, "TASK_STATE_COMPLETED")
+    for received in got:
+        claims = verify(received.headers["x-a2a-notification-signature"], keys)
+        digest = (
+            base64.urlsafe_b64encode(hashlib.sha256(received.raw).digest()).rstrip(b"=").decode()
+        )
+        assert claims["request_body_sha256"] == digest  # bound to the very body
+        assert (
+            claims["taskId"] == task_id and claims["eventId"] == received.headers["x-a2a-event-id"]
+        )
+        assert claims["iss"] == "https://agent.example" and claims["exp"] > time.time()
+    # A body changed on the way no longer matches; a forged signature fails.
+    head, claims_part, signature = got[0].headers["x-a2a-notification-signature"].split(".")
+    with pytest.raises(InvalidSignature):
+        verify(f"{head}.{claims_part}.{signature[:-4]}AAAA", keys)
+    # Not signing: an empty key set, no signature header.
+    configure(fake_llm, PUSH=ALLOW)
+    assert http(agent_url + ".well-known/jwks.json").json == {"keys": []}

@@ -18,6 +18,7 @@ class Received:
     headers: dict[str, str]
     body: Any
     at: float
+    raw: bytes = b""
 
     @property
     def state(self) -> str:
@@ -62,6 +63,7 @@ class Receiver:
                             {k.lower(): v for k, v in self.headers.items()},
                             body,
                             time.monotonic(),
+                            raw,
                         )
                     )
                 self.send_response(status)

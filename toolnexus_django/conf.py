@@ -165,6 +165,11 @@ DEFAULTS: dict[str, Any] = {
         "RETRY_DELAY": 1.0,
         "MAX_RETRY_DELAY": 300.0,
         "THREADS": 4,
+        # An EC P-256 private key (PEM, or a PEM file's path): every
+        # notification is then signed (ES256; the key set is served at
+        # <prefix>/.well-known/jwks.json). ISSUER: the JWT's "iss" (None: AGENT's name).
+        "SIGNING_KEY": None,
+        "ISSUER": None,
     },
 }
 

@@ -56,4 +56,17 @@ def check_push(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[
                     id="toolnexus_django.E009",
                 )
             )
+    if push.get("SIGNING_KEY"):
+        from .push.signing import signing_key
+
+        try:
+            signing_key()
+        except (OSError, ValueError, TypeError) as exc:
+            errors.append(
+                Error(
+                    f"{SETTING_NAME}['PUSH']['SIGNING_KEY'] cannot be used: {exc}",
+                    hint="Give an EC P-256 private key in PEM, or the path of a PEM file.",
+                    id="toolnexus_django.E006",
+                )
+            )
     return errors

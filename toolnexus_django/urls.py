@@ -18,7 +18,7 @@ card describes: ``root_card("billing")``.
 
 from django.urls import URLPattern, path, re_path
 
-from .views import AgentCardView, JsonRpcView, RestView
+from .views import AgentCardView, JsonRpcView, JwksView, RestView
 
 app_name = "toolnexus_django"
 
@@ -28,6 +28,8 @@ REST_ROUTES = r"^(?P<route>(?:message:[A-Za-z]+|tasks(?:/.*)?|extendedAgentCard)
 
 urlpatterns = [
     path(".well-known/agent-card.json", AgentCardView.as_view(), name="agent-card"),
+    # The key set of signed push notifications.
+    path(".well-known/jwks.json", JwksView.as_view(), name="jwks"),
     path("", JsonRpcView.as_view(), name="rpc"),
     re_path(REST_ROUTES, RestView.as_view(), name="rest"),
 ]

@@ -169,6 +169,21 @@ class AgentCardView(APIView):
         return card_response(request, card)
 
 
+class JwksView(APIView):
+    """``GET <prefix>/.well-known/jwks.json`` — the key set that verifies signed
+    push notifications (``PUSH["SIGNING_KEY"]``; empty when they are not signed)."""
+
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
+        from .push.signing import jwks
+
+        response = json_response(jwks())
+        response["Cache-Control"] = "public, max-age=300"
+        return response
+
+
 class JsonRpcView(APIView):
     """``POST <prefix>/`` — the JSON-RPC 2.0 endpoint.
 

@@ -41,7 +41,7 @@ from ..lifecycle.events import Event
 from ..lifecycle.public import public_status
 from ..strictjson import dumps
 from ..threads import DaemonThreadPool
-from . import secrets, sender
+from . import secrets, sender, signing
 from .configs import check, push_setting
 
 logger = logging.getLogger("toolnexus_django.push")
@@ -302,7 +302,12 @@ def _deliver_event(row: Any, task: dict[str, Any], event: Event, using: str, hol
             _log(row, event, notification_id, attempt, PushDelivery.Outcome.REFUSED, None, reason)
             _disable(row, using, holder, reason)
             return "disabled"
-        reply = sender.post(target, dumps(body), headers_for(row, notification_id), timeout)
+        payload = dumps(body)
+        headers = headers_for(row, notification_id)
+        signature = signing.sign(row.task_id, notification_id, payload)
+        if signature is not None:
+            headers[signing.HEADER] = signature
+        reply = sender.post(target, payload, headers, timeout)
         if reply.delivered:
             _log(row, event, notification_id, attempt, PushDelivery.Outcome.DELIVERED, reply.status)
             continue

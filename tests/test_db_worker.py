@@ -33,6 +33,7 @@ def workers(fake_llm: FakeLLM, tmp_path: Path) -> Iterator[list[subprocess.Popen
         "LLM_BASE_URL": fake_llm.url,
         "LLM_RETRIES": "0",
         "TOOLNEXUS_LOG_LEVEL": "INFO",
+        "TOOLNEXUS_PUSH_ALLOWED_HOSTS": "127.0.0.1",
     }
     procs = []
     for n in range(2):
@@ -104,3 +105,55 @@ def test_db_workers_run_what_the_web_process_accepts(
     }
     assert runners <= {proc.pid for proc in workers}, runners
     assert os.getpid() not in runners
+
+
+def test_db_workers_deliver_push_notifications(
+    rpc: RpcClient,
+    configure: Any,
+    fake_llm: FakeLLM,
+    workers: list[subprocess.Popen[str]],
+    tmp_path: Path,
+) -> None:
+    from tests.conftest import wait_until
+    from tests.webhooks import Receiver
+    from toolnexus_django.push import delivery
+
+    configure(
+        fake_llm, store="django", TASK_BACKEND="database", PUSH={"ALLOWED_HOSTS": ["127.0.0.1"]}
+    )
+    fake_llm.default = Text("delivered by a worker")
+    delivery._pool = None  # any delivery in this process would make it anew
+    v1 = RpcClient(rpc.endpoint, {"A2A-Version": "1.0"})
+    with Receiver() as hook:
+        task_id = v1.call(
+            "SendMessage",
+            {
+                "message": {"messageId": "m-push", "role": "ROLE_USER", "parts": [{"text": "x"}]},
+                "configuration": {
+                    "returnImmediately": True,
+                    "taskPushNotificationConfig": {"url": hook.url, "token": "w"},
+                },
+            },
+        )["result"]["task"]["id"]
+        try:
+            got = wait_until(
+                lambda: (
+                    [r for r in hook.received if r.state == "TASK_STATE_COMPLETED"]
+                    and list(hook.received)
+                ),
+                timeout=60,
+                what="the workers to deliver the Task's notifications",
+            )
+        except AssertionError:
+            for log in sorted(tmp_path.glob("worker*.log")):
+                print(log.name, log.read_text()[-3000:])
+            raise
+    assert all(r.headers["x-a2a-notification-token"] == "w" for r in got)
+    assert all(
+        r.body["statusUpdate" if "statusUpdate" in r.body else "artifactUpdate"]["taskId"]
+        == task_id
+        for r in got
+    )
+    # The deliveries were Django Tasks on the workers' backend: this (web)
+    # process never started its own delivering threads.
+    assert delivery._pool is None

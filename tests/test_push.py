@@ -126,38 +126,65 @@ def test_v1_inline_config_gets_every_transition_in_order(
     )
 
 
-def test_v03_set_then_the_run_notifies_with_the_task(
-    agent_url: str, configure: Any, fake_llm: FakeLLM
+@pytest.mark.parametrize("dialect", ["v0.3", "v1.0"])
+def test_a_config_set_on_a_running_task_notifies_its_transitions(
+    agent_url: str, configure: Any, fake_llm: FakeLLM, dialect: str
 ) -> None:
     configure(fake_llm, PUSH=ALLOW)
     fake_llm.push(Hang(max_seconds=20, then=EXPENSE), Text("Filed."))
-    rpc = RpcClient(agent_url)
+    rpc = RpcClient(agent_url, V1 if dialect == "v1.0" else None)
     with Receiver() as hook:
-        sent = rpc.call(
-            "message/send",
-            {"message": v03_message("file an expense"), "configuration": {"blocking": False}},
-        )
-        task_id = sent["result"]["id"]
+        if dialect == "v0.3":
+            sent = rpc.call(
+                "message/send",
+                {"message": v03_message("file an expense"), "configuration": {"blocking": False}},
+            )
+            task_id = sent["result"]["id"]
+        else:
+            sent = rpc.call(
+                "SendMessage",
+                {
+                    "message": v1_message("file an expense"),
+                    "configuration": {"returnImmediately": True},
+                },
+            )
+            task_id = sent["result"]["task"]["id"]
         fake_llm.wait_held(1)
-        made = rpc.call(
-            "tasks/pushNotificationConfig/set",
-            {
+        if dialect == "v0.3":
+            made = rpc.call(
+                "tasks/pushNotificationConfig/set",
+                {
+                    "taskId": task_id,
+                    "pushNotificationConfig": {"id": "mine", "url": hook.url, "token": "t3"},
+                },
+            )["result"]
+            assert made == {
                 "taskId": task_id,
                 "pushNotificationConfig": {"id": "mine", "url": hook.url, "token": "t3"},
-            },
-        )["result"]
-        assert made == {
-            "taskId": task_id,
-            "pushNotificationConfig": {"id": "mine", "url": hook.url, "token": "t3"},
-        }
+            }
+        else:
+            made = rpc.call(
+                "CreateTaskPushNotificationConfig",
+                {"taskId": task_id, "id": "mine", "url": hook.url, "token": "t3"},
+            )["result"]
+            assert made == {"taskId": task_id, "id": "mine", "url": hook.url, "token": "t3"}
         fake_llm.release()
-        wait_state(hook, "input-required")
+        waiting, done = (
+            ("input-required", "completed")
+            if dialect == "v0.3"
+            else ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED")
+        )
+        wait_state(hook, waiting)
         approve(task_id)
-        wait_state(hook, "completed")
+        wait_state(hook, done)
         got = list(hook.received)
-    # The v0.3 body is the Task as each event left it.
-    assert distinct([r.state for r in got]) == ["input-required", "working", "completed"]
-    assert all(r.body["id"] == task_id and r.body["kind"] == "task" for r in got)
+    # From the config on: the Task waits, is answered, completes.
+    assert distinct([r.state for r in got if r.state])[0] == waiting
+    assert distinct([r.state for r in got if r.state])[-1] == done
+    if dialect == "v0.3":
+        # The v0.3 body is the Task as each event left it.
+        assert distinct([r.state for r in got]) == ["input-required", "working", "completed"]
+        assert all(r.body["id"] == task_id and r.body["kind"] == "task" for r in got)
     assert_in_order(got, "t3")
 
 

@@ -60,9 +60,50 @@ class DatabasePushConfigs:
     def create(
         self, task_id: str, owner: str | None, spec: PushConfigSpec, dialect: str, *, after: int
     ) -> StoredPushConfig:
+        check(spec.url)
+        if after >= 0 and spec.config_id is None:
+            row = self._first(task_id, owner, spec, dialect, after)
+        else:
+            row = self._set(task_id, owner, spec, dialect, after)
+        from .delivery import note_new_config, schedule
+
+        note_new_config()
+        schedule([row.pk], using=self.using)
+        return stored(row)
+
+    def _values(
+        self, owner: str | None, spec: PushConfigSpec, dialect: str, start: int
+    ) -> dict[str, Any]:
+        return {
+            "owner": owner or "",
+            "dialect": dialect,
+            "url": spec.url,
+            "token": secrets.seal(spec.token),
+            "auth_scheme": spec.scheme,
+            "credentials": secrets.seal(spec.credentials),
+            "delivered_seq": start,
+            "failures": 0,
+            "next_attempt_at": None,
+            "disabled_at": None,
+            "disabled_reason": "",
+        }
+
+    def _first(
+        self, task_id: str, owner: str | None, spec: PushConfigSpec, dialect: str, after: int
+    ) -> Any:
+        """A send's inline config: the new Task's first, so one INSERT (no
+        lock, no count, no id to replace)."""
+        return self.rows.create(
+            task_id=task_id,
+            config_id=str(uuid.uuid4()),
+            **self._values(owner, spec, dialect, after),
+        )
+
+    def _set(
+        self, task_id: str, owner: str | None, spec: PushConfigSpec, dialect: str, after: int
+    ) -> Any:
         from ..models import TaskRecord
 
-        check(spec.url)
         config_id = spec.config_id or str(uuid.uuid4())
         with transaction.atomic(using=self.using):
             record = TaskRecord.objects.using(self.using).select_for_update().get(pk=task_id)
@@ -73,30 +114,15 @@ class DatabasePushConfigs:
             ):
                 raise ValueError(f"a Task has at most {MAX_CONFIGS_PER_TASK} push configs")
             start = record.event_seq if after < 0 else min(after, record.event_seq)
-            values = {
-                "owner": owner or "",
-                "dialect": dialect,
-                "url": spec.url,
-                "token": secrets.seal(spec.token),
-                "auth_scheme": spec.scheme,
-                "credentials": secrets.seal(spec.credentials),
-                "delivered_seq": start,
-                "failures": 0,
-                "next_attempt_at": None,
-                "disabled_at": None,
-                "disabled_reason": "",
-            }
             try:
                 row, _ = self.rows.update_or_create(
-                    task_id=task_id, config_id=config_id, defaults=values
+                    task_id=task_id,
+                    config_id=config_id,
+                    defaults=self._values(owner, spec, dialect, start),
                 )
             except IntegrityError:  # a concurrent set of the same id
                 row = self.rows.get(task_id=task_id, config_id=config_id)
-        from .delivery import note_new_config, schedule
-
-        note_new_config()
-        schedule([row.pk], using=self.using)
-        return stored(row)
+        return row
 
     def get(self, task_id: str, config_id: str | None) -> StoredPushConfig | None:
         rows = self.rows.filter(task_id=task_id)

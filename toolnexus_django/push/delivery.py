@@ -29,7 +29,13 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from django.db import close_old_connections, transaction
+from django.db import (
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connections,
+    transaction,
+)
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -86,10 +92,16 @@ def _run_queued(pk: int, using: str) -> None:
         _queued.discard(pk)
     try:
         deliver(pk, using=using)
+    except (OperationalError, InterfaceError):
+        # A broken connection (a database restart): the next delivery opens
+        # anew. Otherwise the thread keeps its connection, as the database
+        # threads do (one per delivering thread).
+        close_old_connections()
+        for conn in connections.all(initialized_only=True):
+            conn.close()
+        logger.warning("push delivery of config %s: database unreachable", pk, exc_info=True)
     except Exception:
         logger.exception("push delivery of config %s failed", pk)
-    finally:
-        close_old_connections()
 
 
 def _enqueue(pks: list[int], using: str) -> None:
@@ -250,7 +262,7 @@ def retry_delay(failures: int, retry_after: float | None = None) -> float:
 def deliver(pk: int, *, using: str = "default") -> str:
     """Deliver config ``pk``'s pending notifications, in order, until they are
     all delivered or one fails (then a retry is set). Returns what happened."""
-    from ..models import PushConfig
+    from ..models import PushConfig, PushDelivery
     from ..stores import DjangoTaskStore
 
     store = DjangoTaskStore(using)
@@ -275,21 +287,29 @@ def deliver(pk: int, *, using: str = "default") -> str:
             continue
         task = store.get(row.task_id) or {"id": row.task_id}
         for event in events:
-            result = _deliver_event(row, task, event, using, holder)
+            done: list[Any] = []
+            result = _deliver_event(row, task, event, using, holder, done)
             if result != "delivered" and result != "gave-up":
                 return result
             outcome = "delivered"
             row.failures, row.delivered_seq = 0, event.seq
-            PushConfig.objects.using(using).filter(pk=pk, lease_owner=holder).update(
-                delivered_seq=event.seq,
-                failures=0,
-                next_attempt_at=None,
-                lease_until=timezone.now() + timedelta(seconds=lease_seconds()),
-            )
+            # The event's delivered log and the cursor in one write.
+            with transaction.atomic(using=using):
+                PushDelivery.objects.using(using).bulk_create(done)
+                PushConfig.objects.using(using).filter(pk=pk, lease_owner=holder).update(
+                    delivered_seq=event.seq,
+                    failures=0,
+                    next_attempt_at=None,
+                    lease_until=timezone.now() + timedelta(seconds=lease_seconds()),
+                )
     return outcome
 
 
-def _deliver_event(row: Any, task: dict[str, Any], event: Event, using: str, holder: str) -> str:
+def _deliver_event(
+    row: Any, task: dict[str, Any], event: Event, using: str, holder: str, done: list[Any]
+) -> str:
+    """POST the event's notifications; the delivered ones' log rows go to
+    ``done`` (written with the cursor), failures are logged at once."""
     from ..models import PushDelivery
 
     timeout = float(push_setting("TIMEOUT"))
@@ -309,7 +329,17 @@ def _deliver_event(row: Any, task: dict[str, Any], event: Event, using: str, hol
             headers[signing.HEADER] = signature
         reply = sender.post(target, payload, headers, timeout)
         if reply.delivered:
-            _log(row, event, notification_id, attempt, PushDelivery.Outcome.DELIVERED, reply.status)
+            done.append(
+                PushDelivery(
+                    config=row,
+                    seq=event.seq,
+                    notification_id=notification_id[:64],
+                    attempt=attempt,
+                    outcome=PushDelivery.Outcome.DELIVERED,
+                    status_code=reply.status,
+                )
+            )
+            logger.debug("push delivered: Task %s event %s", row.task_id, notification_id)
             continue
         error = reply.error or _reply_text(reply)
         if not reply.retryable:

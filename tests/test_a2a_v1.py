@@ -394,8 +394,8 @@ def test_v1_errors_carry_typed_details(v1: V1Client, rpc: RpcClient, configure: 
 def test_unsupported_features_answer_their_codes(
     v1: V1Client, rpc: RpcClient, configure: Any
 ) -> None:
-    # Push notifications need the django store; the memory store has none.
-    configure(None, store="memory")
+    # Push notifications need a store that keeps configs; a custom one has none.
+    configure(None, store="tests.test_stores.DictStore")
     error(v1.call("CreateTaskPushNotificationConfig", {"taskId": "x", "url": "http://x"}), -32003)
     error(rpc.call("tasks/pushNotificationConfig/set", {"taskId": "x"}), -32003)
     error(v1.call("GetExtendedAgentCard", {}), -32007)

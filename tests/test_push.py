@@ -463,7 +463,10 @@ def test_the_card_offers_push_notifications(agent_url: str, configure: Any) -> N
     configure(None)
     card = http(agent_url + ".well-known/agent-card.json").json
     assert card["capabilities"]["pushNotifications"] is True
-    configure(None, store="memory")
+    configure(None, store="memory")  # the memory and file stores keep configs too
+    card = http(agent_url + ".well-known/agent-card.json").json
+    assert card["capabilities"]["pushNotifications"] is True
+    configure(None, store="tests.test_stores.DictStore")  # a custom store keeps none
     card = http(agent_url + ".well-known/agent-card.json").json
     assert card["capabilities"]["pushNotifications"] is False
 
@@ -546,3 +549,94 @@ def test_signed_notifications_verify_against_the_published_key_set(
     # Not signing: an empty key set, no signature header.
     configure(fake_llm, PUSH=ALLOW)
     assert http(agent_url + ".well-known/jwks.json").json == {"keys": []}
+
+
+# -- the memory and file stores keep configs beside the Task --------------------------------
+
+
+@pytest.fixture(params=["memory", "file"])
+def local_store(request: pytest.FixtureRequest, tmp_path: Any) -> str:
+    return "memory" if request.param == "memory" else f"file:{tmp_path / 'tasks'}"
+
+
+def local_configs(task_id: str) -> dict[str, Any]:
+    from toolnexus_django.push.local import LocalBook
+
+    return LocalBook(get_task_store()).docs.read(task_id)["configs"]
+
+
+def test_the_memory_and_file_stores_deliver_every_transition_in_order(
+    agent_url: str, configure: Any, fake_llm: FakeLLM, local_store: str
+) -> None:
+    configure(fake_llm, store=local_store, PUSH=ALLOW)
+    fake_llm.push(EXPENSE, Text("Your claim is filed."))
+    rpc = RpcClient(agent_url, V1)
+    with Receiver() as hook:
+        task_id = rpc.call(
+            "SendMessage",
+            {
+                "message": v1_message("file an expense of 12.5 for a taxi"),
+                "configuration": {
+                    "returnImmediately": True,
+                    "taskPushNotificationConfig": {"id": "c", "url": hook.url, "token": "tok-l"},
+                },
+            },
+        )["result"]["task"]["id"]
+        wait_state(hook, "TASK_STATE_INPUT_REQUIRED")
+        approve(task_id)
+        wait_state(hook, "TASK_STATE_COMPLETED")
+        got = list(hook.received)
+    assert distinct([r.state for r in got if r.state]) == [
+        "TASK_STATE_WORKING",
+        "TASK_STATE_INPUT_REQUIRED",
+        "TASK_STATE_WORKING",
+        "TASK_STATE_COMPLETED",
+    ]
+    assert_in_order(got, "tok-l")
+    # The state beside the Task: the cursor at the last event, the log, the token sealed.
+    config = wait_until(
+        lambda: (c := local_configs(task_id)["c"])["lease_owner"] == "" and c, what="idle"
+    )
+    assert config["delivered_seq"] == lifecycle.read(get_task_store().get(task_id)).seq
+    assert {a["outcome"] for a in config["log"]} == {"delivered"}
+    assert "tok-l" not in str(config["token"])
+    # get / list / delete on the same store.
+    listed = rpc.call("ListTaskPushNotificationConfigs", {"taskId": task_id})["result"]
+    assert [c["id"] for c in listed["configs"]] == ["c"]
+    assert (
+        rpc.call("GetTaskPushNotificationConfig", {"taskId": task_id, "id": "c"})["result"]["token"]
+        == "tok-l"
+    )
+    assert (
+        rpc.call("DeleteTaskPushNotificationConfig", {"taskId": task_id, "id": "c"})["result"] == {}
+    )
+    assert (
+        rpc.call("GetTaskPushNotificationConfig", {"taskId": task_id, "id": "c"})["error"]["code"]
+        == -32001
+    )
+
+
+def test_the_memory_and_file_stores_retry_then_disable(
+    agent_url: str, configure: Any, fake_llm: FakeLLM, local_store: str
+) -> None:
+    configure(fake_llm, store=local_store, PUSH={**ALLOW, "MAX_ATTEMPTS": 3})
+    fake_llm.default = Text("done")
+    with Receiver() as hook:
+        hook.always(500)
+        task_id = RpcClient(agent_url, V1).call(
+            "SendMessage",
+            {
+                "message": v1_message("notify me"),
+                "configuration": {
+                    "returnImmediately": True,
+                    "taskPushNotificationConfig": {"id": "c", "url": hook.url},
+                },
+            },
+        )["result"]["task"]["id"]
+        config = wait_until(
+            lambda: (c := local_configs(task_id)["c"])["disabled_at"] and c,
+            what="the config to be disabled",
+        )
+        assert len(hook.received) == 3
+    assert "3 deliveries failed in a row" in config["disabled_reason"]
+    assert [a["outcome"] for a in config["log"]] == ["retry", "retry", "disabled"]

@@ -152,3 +152,56 @@ def test_the_official_client_manages_push_configs(fake_llm: FakeLLM, tmp_path: P
         server.wait_ready()
         asyncio.run(scenario(server.base, hook.url))
         fake_llm.release()
+
+
+def test_the_file_store_keeps_undelivered_notifications_through_kill_9(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    from toolnexus_django.push.local import LocalBook
+    from toolnexus_django.stores import FileTaskStore
+
+    tasks = tmp_path / "tasks"
+    fake_llm.default = Text("done before the crash")
+    env = push_env(fake_llm, TOOLNEXUS_PUSH_RETRY_DELAY="4", TOOLNEXUS_STORE=f"file:{tasks}")
+    with Receiver() as hook:
+        hook.always(503)
+        with serve(tmp_path, env=env) as first:
+            rpc = RpcClient(first.wait_ready()["url"], {"A2A-Version": "1.0"})
+            task_id = rpc.call(
+                "SendMessage",
+                {
+                    "message": {"messageId": "m-f", "role": "ROLE_USER", "parts": [{"text": "x"}]},
+                    "configuration": {
+                        "returnImmediately": True,
+                        "taskPushNotificationConfig": {"id": "c", "url": hook.url, "token": "t"},
+                    },
+                },
+            )["result"]["task"]["id"]
+            rpc.wait(task_id, states=("TASK_STATE_COMPLETED",))
+            book = LocalBook(FileTaskStore(tasks))
+            wait_until(
+                lambda: (
+                    (c := book.docs.read(task_id)["configs"].get("c"))
+                    and c["lease_owner"] == ""
+                    and c["next_attempt_at"]
+                ),
+                what="a failed attempt with its retry set, in the Task's push file",
+            )
+            kill_whole_server(first)
+        tried = len(hook.received)
+        hook.always(200)
+        with serve(tmp_path, env=env) as second:
+            second.wait_ready()
+            got = wait_until(
+                lambda: (
+                    [r for r in hook.received[tried:] if r.state == "TASK_STATE_COMPLETED"]
+                    and hook.received[tried:]
+                ),
+                timeout=30,
+                what="the next server to deliver from the file store's push state",
+            )
+    ids = [r.headers["x-a2a-event-id"] for r in got]
+    assert (
+        ids == sorted(ids, key=order_key) and ids[0] == hook.received[0].headers["x-a2a-event-id"]
+    )
+    assert [r.state for r in got if r.state][-1] == "TASK_STATE_COMPLETED"

@@ -96,10 +96,13 @@ class EndpointActions:
 
     def push_configs(self) -> Any:
         from .push.configs import DatabasePushConfigs
+        from .push.local import LocalPushConfigs, keeps_configs
         from .stores import DjangoTaskStore
 
         if isinstance(self.store, DjangoTaskStore):
             return DatabasePushConfigs(self.store.using)
+        if keeps_configs(self.store):
+            return LocalPushConfigs(self.store)  # beside the Task
         return None
 
     def cancel(self, task_id: str, *, owner: str | None) -> Task:

@@ -232,10 +232,11 @@ def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str,
 
 
 def _pushes() -> bool:
-    """Push notifications are offered where configs can be stored: the django store."""
-    from ..stores import DjangoTaskStore, get_task_store
+    """Push notifications are offered where configs can be kept: the django,
+    memory and file stores (a custom store has none)."""
+    from ..stores import DjangoTaskStore, FileTaskStore, InMemoryTaskStore, get_task_store
 
-    return isinstance(get_task_store(), DjangoTaskStore)
+    return isinstance(get_task_store(), (DjangoTaskStore, InMemoryTaskStore, FileTaskStore))
 
 
 # -- the extended Agent Card ----------------------------------------------------------

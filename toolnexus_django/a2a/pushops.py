@@ -10,8 +10,8 @@ tasks/pushNotificationConfig/delete DeleteTaskPushNotificationConfig     push-de
 =================================  ====================================  ===========
 
 Configs belong to their Task and are scoped as it is: another owner's Task,
-and so its configs, answers -32001. A store without configs (the memory and
-file stores) answers -32003.
+and so its configs, answers -32001. A custom store (one without a place for
+configs) answers -32003.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def _configs(ctx: CallContext) -> PushConfigs:
     if configs is None:
         raise RpcError(
             PUSH_NOTIFICATION_NOT_SUPPORTED,
-            "Push notifications are not supported by this task store; "
-            'they need TOOLNEXUS["STORE"] = "django"',
+            "Push notifications are not supported by this task store: "
+            "the django, memory and file stores keep push configs",
         )
     return configs
 

@@ -1,6 +1,8 @@
 """Push notifications: durable, retried, authenticated, SSRF-safe webhooks.
 
-- :mod:`.configs` stores a Task's configs (the django store's database);
+- :mod:`.configs` stores a Task's configs in the django store's database,
+  :mod:`.local` beside the Task for the memory and file stores;
+- :mod:`.book` is where a config's delivery state lives, for either;
 - :mod:`.ssrf` decides which URLs may be called;
 - :mod:`.secrets` keeps tokens and credentials encrypted at rest;
 - :mod:`.sender` makes one HTTP call;

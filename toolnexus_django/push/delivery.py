@@ -15,6 +15,10 @@ signal); by default a small pool of threads in this process does it, with
 ``TOOLNEXUS["TASK_BACKEND"]`` the Django Task :data:`deliver_push` on that
 backend (``db_worker``). The sweep schedules what is due (a retry, or events
 a dead process left undelivered), so a crash loses nothing.
+
+The loop is the same on every store; what it reads and writes about a
+config goes through its store's :mod:`book <.book>` (the database, or
+beside the Task for the memory and file stores).
 """
 
 from __future__ import annotations
@@ -26,17 +30,9 @@ import socket
 import threading
 import time
 import uuid
-from datetime import timedelta
 from typing import Any
 
-from django.db import (
-    InterfaceError,
-    OperationalError,
-    connections,
-    transaction,
-)
-from django.db.models import F, Q
-from django.utils import timezone
+from django.db import InterfaceError, OperationalError, connections
 
 from ..a2a.dialects import Dialect, render_task
 from ..a2a.follow import event_messages
@@ -44,9 +40,11 @@ from ..conf import toolnexus_settings
 from ..fulfilment.jobs import job
 from ..lifecycle.events import Event
 from ..lifecycle.public import public_status
+from ..stores import DjangoTaskStore, TaskStore, get_task_store
 from ..strictjson import dumps
 from ..threads import DaemonThreadPool
 from . import secrets, sender, signing
+from .book import DELIVERED, DISABLED, GAVE_UP, REFUSED, RETRY, Attempt, Book, DatabaseBook, until
 from .configs import check, push_setting
 
 logger = logging.getLogger("toolnexus_django.push")
@@ -66,12 +64,33 @@ BATCH = 20
 
 _pool: DaemonThreadPool | None = None
 _pool_lock = threading.Lock()
-_queued: set[int] = set()
+_queued: set[Any] = set()
 
 
 def holder_id() -> str:
     """Who delivers: unique per delivery (two threads of one process are two)."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def book_for(store: TaskStore) -> Book | None:
+    """Where ``store``'s configs keep their delivery state (None: nowhere)."""
+    from .local import LocalBook, keeps_configs
+
+    if isinstance(store, DjangoTaskStore):
+        return DatabaseBook(store.using)
+    if keeps_configs(store):
+        return LocalBook(store)
+    return None
+
+
+def _store_and_book(key: Any, using: str) -> tuple[TaskStore, Book]:
+    if isinstance(key, int):  # a database row
+        return DjangoTaskStore(using), DatabaseBook(using)
+    store = get_task_store()
+    book = book_for(store)
+    if book is None:
+        raise LookupError(f"the task store {store!r} keeps no push configs")
+    return store, book
 
 
 # -- scheduling --------------------------------------------------------------------------
@@ -86,18 +105,18 @@ def _pool_for_this_process() -> DaemonThreadPool:
         return _pool
 
 
-def _run_queued(pk: int, using: str) -> None:
+def _run_queued(key: Any, using: str) -> None:
     with _pool_lock:
-        _queued.discard(pk)
+        _queued.discard(key)
     try:
-        deliver(pk, using=using)
+        deliver(key, using=using)
     except (OperationalError, InterfaceError):
         # A broken connection (a database restart): the next delivery opens anew.
         for conn in connections.all(initialized_only=True):
             conn.close()
-        logger.warning("push delivery of config %s: database unreachable", pk, exc_info=True)
+        logger.warning("push delivery of config %s: database unreachable", key, exc_info=True)
     except Exception:
-        logger.exception("push delivery of config %s failed", pk)
+        logger.exception("push delivery of config %s failed", key)
     finally:
         with _pool_lock:
             idle = not _queued
@@ -109,37 +128,44 @@ def _run_queued(pk: int, using: str) -> None:
                 conn.close()
 
 
-def _enqueue(pks: list[int], using: str) -> None:
+def _enqueue(keys: list[Any], using: str) -> None:
     alias = toolnexus_settings.TASK_BACKEND
-    for pk in pks:
+    for key in keys:
         if alias is not None:
-            deliver_push.using(backend=alias).enqueue(pk, using)
+            deliver_push.using(backend=alias).enqueue(key, using)
             continue
         pool = _pool_for_this_process()
         with _pool_lock:
-            if pk in _queued:
+            if key in _queued:
                 continue  # one delivery of this config is already waiting to start
-            _queued.add(pk)
-        pool.submit(_run_queued, pk, using)
+            _queued.add(key)
+        pool.submit(_run_queued, key, using)
+
+
+def schedule_keys(book: Book, keys: list[Any]) -> None:
+    """Deliver these configs' pending notifications, once what is being
+    written is committed."""
+    if keys:
+        using = getattr(book, "using", "default")
+        book.after_commit(lambda: _enqueue(list(keys), using))
 
 
 def schedule(pks: list[int], *, using: str = "default") -> None:
-    """Deliver these configs' pending notifications, once the current
-    transaction commits."""
-    if pks:
-        transaction.on_commit(lambda: _enqueue(list(pks), using), using=using)
+    """Deliver these database configs' pending notifications, once the
+    current transaction commits."""
+    schedule_keys(DatabaseBook(using), pks)
 
 
-def _later(delay: float, pk: int, using: str) -> None:
-    timer = threading.Timer(max(0.0, delay), _enqueue, args=([pk], using))
+def _later(delay: float, key: Any, using: str) -> None:
+    timer = threading.Timer(max(0.0, delay), _enqueue, args=([key], using))
     timer.daemon = True
     timer.start()
 
 
 @job
-def deliver_push(config_pk: int, using: str = "default") -> str:
+def deliver_push(config_key: Any, using: str = "default") -> str:
     """The Django Task that delivers one config's pending notifications."""
-    return deliver(int(config_pk), using=using)
+    return deliver(config_key, using=using)
 
 
 # -- after each move -----------------------------------------------------------------------
@@ -165,70 +191,32 @@ def note_new_config() -> None:
 
 def on_task_event(sender: Any, task_id: str, event: dict[str, Any], **kwargs: Any) -> None:
     """``task_event`` receiver: schedule the Task's enabled configs."""
-    from ..models import PushConfig
-    from ..stores import DjangoTaskStore, get_task_store
-
     store = get_task_store()
-    if not isinstance(store, DjangoTaskStore) or not _any_configs(store.using):
+    if isinstance(store, DjangoTaskStore) and not _any_configs(store.using):
         return
-    pks = list(
-        PushConfig.objects.using(store.using)
-        .filter(task_id=task_id, disabled_at__isnull=True)
-        .values_list("pk", flat=True)
-    )
-    schedule(pks, using=store.using)
+    book = book_for(store)
+    if book is not None:
+        schedule_keys(book, book.configs_of(task_id))
 
 
-def due(using: str = "default", limit: int = 500) -> list[int]:
-    """Enabled configs with something to deliver now, not being delivered."""
-    from ..models import PushConfig
-
-    now = timezone.now()
-    return list(
-        PushConfig.objects.using(using)
-        .filter(disabled_at__isnull=True, delivered_seq__lt=F("task__event_seq"))
-        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
-        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .values_list("pk", flat=True)[:limit]
-    )
+def due(using: str = "default", limit: int = 500) -> list[Any]:
+    """Enabled database configs with something to deliver now, not held."""
+    return DatabaseBook(using).due(limit)
 
 
 def sweep() -> dict[str, Any]:
     """Schedule every due config (the Housekeeper calls this)."""
-    from ..stores import DjangoTaskStore, get_task_store
-
     store = get_task_store()
-    if not isinstance(store, DjangoTaskStore):
+    book = book_for(store)
+    if book is None:
         return {}
-    pks = due(store.using)
-    if pks:
-        _enqueue(pks, store.using)
-    return {"push_scheduled": pks}
+    keys = book.due()
+    if keys:
+        _enqueue(keys, getattr(book, "using", "default"))
+    return {"push_scheduled": keys}
 
 
 # -- delivering --------------------------------------------------------------------------------
-
-
-def _claim(pk: int, using: str, holder: str) -> bool:
-    from ..models import PushConfig
-
-    now = timezone.now()
-    return (
-        PushConfig.objects.using(using)
-        .filter(pk=pk, disabled_at__isnull=True)
-        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
-        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now) | Q(lease_owner=holder))
-        .update(lease_owner=holder, lease_until=now + timedelta(seconds=lease_seconds()))
-        == 1
-    )
-
-
-def _release(pk: int, using: str, holder: str, **changes: Any) -> None:
-    from ..models import PushConfig
-
-    PushConfig.objects.using(using).filter(pk=pk, lease_owner=holder).update(
-        lease_owner="", lease_until=None, **changes
-    )
 
 
 def notifications(row: Any, task: dict[str, Any], event: Event) -> list[tuple[str, Any]]:
@@ -264,69 +252,57 @@ def retry_delay(failures: int, retry_after: float | None = None) -> float:
     return delay
 
 
-def deliver(pk: int, *, using: str = "default") -> str:
-    """Deliver config ``pk``'s pending notifications, in order, until they are
-    all delivered or one fails (then a retry is set). Returns what happened."""
-    from ..models import PushConfig, PushDelivery
-    from ..stores import DjangoTaskStore
-
-    store = DjangoTaskStore(using)
+def deliver(key: Any, *, using: str = "default") -> str:
+    """Deliver config ``key``'s pending notifications, in order, until they
+    are all delivered or one fails (then a retry is set). Returns what happened."""
+    store, book = _store_and_book(key, using)
     holder = holder_id()
     outcome = "idle"
-    while _claim(pk, using, holder):
-        row = PushConfig.objects.using(using).filter(pk=pk).first()
-        if row is None:
-            return "deleted"
+    while (row := book.claim(key, holder, until(lease_seconds()))) is not None:
         events = [Event.from_dict(e) for e in store.events(row.task_id, after=row.delivered_seq)]
-        events = events[:BATCH]
         if not events:
-            _release(pk, using, holder)
+            book.release(key, holder)
             # A move may have come between the look and the release: look again.
-            fresh = (
-                PushConfig.objects.using(using)
-                .filter(pk=pk)
-                .values_list("delivered_seq", "task__event_seq")
-            )
-            if not fresh or fresh[0][0] >= fresh[0][1]:
+            if not book.pending(key):
                 return outcome
             continue
         task = store.get(row.task_id) or {"id": row.task_id}
-        for event in events:
-            done: list[Any] = []
-            result = _deliver_event(row, task, event, using, holder, done)
-            if result != "delivered" and result != "gave-up":
+        for event in events[:BATCH]:
+            done: list[Attempt] = []
+            result = _deliver_event(book, key, row, task, event, holder, done, using)
+            if result not in (DELIVERED, GAVE_UP):
                 return result
-            outcome = "delivered"
+            outcome = DELIVERED
             row.failures, row.delivered_seq = 0, event.seq
-            # The event's delivered log and the cursor in one write.
-            with transaction.atomic(using=using):
-                PushDelivery.objects.using(using).bulk_create(done)
-                PushConfig.objects.using(using).filter(pk=pk, lease_owner=holder).update(
-                    delivered_seq=event.seq,
-                    failures=0,
-                    next_attempt_at=None,
-                    lease_until=timezone.now() + timedelta(seconds=lease_seconds()),
-                )
+            book.advance(key, holder, event.seq, done, until(lease_seconds()))
     return outcome
 
 
 def _deliver_event(
-    row: Any, task: dict[str, Any], event: Event, using: str, holder: str, done: list[Any]
+    book: Book,
+    key: Any,
+    row: Any,
+    task: dict[str, Any],
+    event: Event,
+    holder: str,
+    done: list[Attempt],
+    using: str,
 ) -> str:
-    """POST the event's notifications; the delivered ones' log rows go to
+    """POST the event's notifications; the delivered ones' attempts go to
     ``done`` (written with the cursor), failures are logged at once."""
-    from ..models import PushDelivery
-
     timeout = float(push_setting("TIMEOUT"))
     for notification_id, body in notifications(row, task, event):
         attempt = row.failures + 1
+
         try:
             target = check(row.url)
         except Exception as refused:  # the URL now resolves somewhere it may not go
             reason = f"the URL is no longer allowed: {refused}"
-            _log(row, event, notification_id, attempt, PushDelivery.Outcome.REFUSED, None, reason)
-            _disable(row, using, holder, reason)
-            return "disabled"
+            _log(
+                book, key, row, Attempt(event.seq, notification_id, attempt, REFUSED, None, reason)
+            )
+            _disable(book, key, row, holder, reason)
+            return DISABLED
         payload = dumps(body)
         headers = headers_for(row, notification_id)
         signature = signing.sign(row.task_id, notification_id, payload)
@@ -334,62 +310,44 @@ def _deliver_event(
             headers[signing.HEADER] = signature
         reply = sender.post(target, payload, headers, timeout)
         if reply.delivered:
-            done.append(
-                PushDelivery(
-                    config=row,
-                    seq=event.seq,
-                    notification_id=notification_id[:64],
-                    attempt=attempt,
-                    outcome=PushDelivery.Outcome.DELIVERED,
-                    status_code=reply.status,
-                )
-            )
+            done.append(Attempt(event.seq, notification_id, attempt, DELIVERED, reply.status))
             logger.debug("push delivered: Task %s event %s", row.task_id, notification_id)
             continue
         error = reply.error or _reply_text(reply)
         if not reply.retryable:
             # The receiver refused it for good (a 4xx, a redirect): skip it.
             _log(
+                book,
+                key,
                 row,
-                event,
-                notification_id,
-                attempt,
-                PushDelivery.Outcome.GAVE_UP,
-                reply.status,
-                error,
+                Attempt(event.seq, notification_id, attempt, GAVE_UP, reply.status, error),
             )
             continue
         failures = row.failures + 1
         if failures >= int(push_setting("MAX_ATTEMPTS")):
-            reason = f"{failures} deliveries failed in a row; the last: {error}"
             _log(
+                book,
+                key,
                 row,
-                event,
-                notification_id,
-                attempt,
-                PushDelivery.Outcome.DISABLED,
-                reply.status,
-                error,
+                Attempt(event.seq, notification_id, attempt, DISABLED, reply.status, error),
             )
-            _disable(row, using, holder, reason)
-            return "disabled"
+            _disable(
+                book, key, row, holder, f"{failures} deliveries failed in a row; the last: {error}"
+            )
+            return DISABLED
         delay = retry_delay(failures, reply.retry_after)
-        when = timezone.now() + timedelta(seconds=delay)
+        when = until(delay)
         _log(
+            book,
+            key,
             row,
-            event,
-            notification_id,
-            attempt,
-            PushDelivery.Outcome.RETRY,
-            reply.status,
-            error,
-            when,
+            Attempt(event.seq, notification_id, attempt, RETRY, reply.status, error, when),
         )
-        _release(row.pk, using, holder, failures=failures, next_attempt_at=when)
+        book.release(key, holder, failures=failures, next_attempt_at=when)
         if toolnexus_settings.TASK_BACKEND is None:
-            _later(delay, row.pk, using)
-        return "retry"
-    return "delivered"
+            _later(delay, key, using)
+        return RETRY
+    return DELIVERED
 
 
 def _reply_text(reply: sender.Reply) -> str:
@@ -397,44 +355,40 @@ def _reply_text(reply: sender.Reply) -> str:
     return f"HTTP {reply.status}" + (f": {text}" if text else "")
 
 
-def _log(
-    row: Any,
-    event: Event,
-    notification_id: str,
-    attempt: int,
-    outcome: str,
-    status: int | None,
-    error: str = "",
-    next_attempt_at: Any = None,
-) -> None:
-    from ..models import PushDelivery
+def _log(book: Book, key: Any, row: Any, attempt: Attempt) -> None:
+    book.log(key, row, attempt)
+    _report(row, attempt)
 
-    PushDelivery.objects.using(row._state.db or "default").create(
-        config=row,
-        seq=event.seq,
-        notification_id=notification_id[:64],
-        attempt=attempt,
-        outcome=outcome,
-        status_code=status,
-        error=error[:2000],
-        next_attempt_at=next_attempt_at,
-    )
-    level = logging.INFO if outcome == "delivered" else logging.WARNING
+
+def _report(row: Any, attempt: Attempt) -> None:
     logger.log(
-        level,
+        logging.INFO if attempt.outcome == DELIVERED else logging.WARNING,
         "push %s of Task %s event %s to %s: %s%s",
-        outcome,
+        attempt.outcome,
         row.task_id,
-        notification_id,
+        attempt.notification_id,
         row.url,
-        status if status is not None else "-",
-        f" ({error[:200]})" if error else "",
+        attempt.status if attempt.status is not None else "-",
+        f" ({attempt.error[:200]})" if attempt.error else "",
     )
 
 
-def _disable(row: Any, using: str, holder: str, reason: str) -> None:
-    _release(row.pk, using, holder, disabled_at=timezone.now(), disabled_reason=reason[:2000])
+def _disable(book: Book, key: Any, row: Any, holder: str, reason: str) -> None:
+    from django.utils import timezone
+
+    book.release(key, holder, disabled_at=timezone.now(), disabled_reason=reason[:2000])
     logger.warning("push config %s of Task %s disabled: %s", row.config_id, row.task_id, reason)
 
 
-__all__ = ["deliver", "deliver_push", "due", "notifications", "on_task_event", "schedule", "sweep"]
+__all__ = [
+    "book_for",
+    "deliver",
+    "deliver_push",
+    "due",
+    "note_new_config",
+    "notifications",
+    "on_task_event",
+    "schedule",
+    "schedule_keys",
+    "sweep",
+]

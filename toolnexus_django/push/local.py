@@ -1,0 +1,304 @@
+"""Push configs and their delivery state beside the Task, for the memory and
+file stores: a JSON document per Task — in the process's memory for the
+memory store; ``<dir>/.push/<the Task's file name>`` for the file store,
+written atomically under the store's directory lock (so every process on the
+machine sees one state, and a kill -9 loses at most the attempt in flight).
+
+The document: ``{"configs": {<config id>: {url, token, ..., delivered_seq,
+failures, next_attempt_at, disabled_at, lease_owner, lease_until, log}}}``,
+with tokens and credentials sealed as in the database (:mod:`.secrets`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+import uuid
+import weakref
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from django.utils import timezone
+
+from ..a2a.pushconfig import MAX_CONFIGS_PER_TASK, PushConfigSpec, StoredPushConfig
+from ..lifecycle import read as read_private
+from ..stores import FileTaskStore, InMemoryTaskStore, TaskStore
+from . import secrets
+from .book import Attempt
+from .configs import check
+
+#: Attempts kept in a config's log.
+LOG_KEPT = 50
+
+_memory: weakref.WeakKeyDictionary[Any, dict[str, dict[str, Any]]] = weakref.WeakKeyDictionary()
+_memory_lock = threading.RLock()
+
+
+def key_of(task_id: str, config_id: str) -> str:
+    return json.dumps([task_id, config_id])
+
+
+def parse_key(key: str) -> tuple[str, str]:
+    task_id, config_id = json.loads(key)
+    return str(task_id), str(config_id)
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _when(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+class _Docs:
+    """Read and write one Task's push document, under the store's lock."""
+
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        if isinstance(self.store, FileTaskStore):
+            with self.store._locked():
+                yield
+        else:
+            with _memory_lock:
+                yield
+
+    def _path(self, task_id: str) -> Path:
+        assert isinstance(self.store, FileTaskStore)
+        return self.store.dir / ".push" / self.store.path_for(task_id).name
+
+    def read(self, task_id: str) -> dict[str, Any]:
+        if isinstance(self.store, FileTaskStore):
+            try:
+                return dict(json.loads(self._path(task_id).read_text()))
+            except (OSError, ValueError):
+                return {"configs": {}}
+        with _memory_lock:
+            return json.loads(json.dumps(_memory.get(self.store, {}).get(task_id, {"configs": {}})))
+
+    def write(self, task_id: str, doc: dict[str, Any]) -> None:
+        if isinstance(self.store, FileTaskStore):
+            target = self._path(task_id)
+            target.parent.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w") as out:
+                json.dump(doc, out)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, target)
+            return
+        with _memory_lock:
+            _memory.setdefault(self.store, {})[task_id] = json.loads(json.dumps(doc))
+
+    def task_ids(self) -> list[str]:
+        if isinstance(self.store, FileTaskStore):
+            found = []
+            for path in (self.store.dir / ".push").glob("*.json"):
+                with contextlib.suppress(OSError, ValueError):
+                    configs = json.loads(path.read_text()).get("configs") or {}
+                    found += [c["task_id"] for c in configs.values()][:1]
+            return found
+        with _memory_lock:
+            return list(_memory.get(self.store, {}))
+
+
+def _row(key: str, config: dict[str, Any]) -> SimpleNamespace:
+    return SimpleNamespace(pk=key, **{k: v for k, v in config.items() if k != "log"})
+
+
+class LocalBook:
+    """The delivery state of a memory or file store's configs (``book.Book``)."""
+
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+        self.docs = _Docs(store)
+
+    def _change(self, key: str, change: Any) -> Any:
+        task_id, config_id = parse_key(key)
+        with self.docs.locked():
+            doc = self.docs.read(task_id)
+            config = doc["configs"].get(config_id)
+            if config is None:
+                return None
+            result = change(config)
+            self.docs.write(task_id, doc)
+            return result
+
+    def claim(self, key: Any, holder: str, until: datetime) -> Any | None:
+        now = timezone.now()
+
+        def take(config: dict[str, Any]) -> Any:
+            lease = _when(config.get("lease_until"))
+            free = lease is None or lease < now or config.get("lease_owner") == holder
+            due = (_when(config.get("next_attempt_at")) or now) <= now
+            if config.get("disabled_at") or not free or not due:
+                return None
+            config["lease_owner"], config["lease_until"] = holder, until.isoformat()
+            return _row(key, config)
+
+        return self._change(key, take)
+
+    def pending(self, key: Any) -> bool:
+        task_id, config_id = parse_key(key)
+        config = self.docs.read(task_id)["configs"].get(config_id)
+        task = self.store.get(task_id)
+        return bool(config and task) and config["delivered_seq"] < read_private(task).seq
+
+    def advance(
+        self, key: Any, holder: str, seq: int, done: list[Attempt], until: datetime
+    ) -> None:
+        def move(config: dict[str, Any]) -> None:
+            if config.get("lease_owner") != holder:
+                return
+            config.update(delivered_seq=seq, failures=0, next_attempt_at=None)
+            config["lease_until"] = until.isoformat()
+            _append(config, done)
+
+        self._change(key, move)
+
+    def release(self, key: Any, holder: str, **changes: Any) -> None:
+        def give_up(config: dict[str, Any]) -> None:
+            if config.get("lease_owner") != holder:
+                return
+            config.update(lease_owner="", lease_until=None)
+            config.update({k: _iso(v) for k, v in changes.items()})
+
+        self._change(key, give_up)
+
+    def log(self, key: Any, row: Any, attempt: Attempt) -> None:
+        self._change(key, lambda config: _append(config, [attempt]))
+
+    def configs_of(self, task_id: str) -> list[Any]:
+        configs = self.docs.read(task_id)["configs"]
+        return [key_of(task_id, cid) for cid, c in configs.items() if not c.get("disabled_at")]
+
+    def due(self, limit: int = 500) -> list[Any]:
+        now = timezone.now()
+        keys = []
+        for task_id in self.docs.task_ids():
+            task = self.store.get(task_id)
+            seq = read_private(task).seq if task else 0
+            for cid, c in self.docs.read(task_id)["configs"].items():
+                lease = _when(c.get("lease_until"))
+                if (
+                    not c.get("disabled_at")
+                    and c["delivered_seq"] < seq
+                    and (_when(c.get("next_attempt_at")) or now) <= now
+                    and (lease is None or lease < now)
+                ):
+                    keys.append(key_of(task_id, cid))
+        return keys[:limit]
+
+    def after_commit(self, fn: Any) -> None:
+        fn()  # nothing to wait for
+
+
+def _append(config: dict[str, Any], attempts: list[Attempt]) -> None:
+    log = config.setdefault("log", [])
+    for a in attempts:
+        log.append(
+            {
+                "seq": a.seq,
+                "notification_id": a.notification_id,
+                "attempt": a.attempt,
+                "outcome": a.outcome,
+                "status": a.status,
+                "error": a.error[:500],
+                "next_attempt_at": _iso(a.next_attempt_at),
+                "at": timezone.now().isoformat(),
+            }
+        )
+    del log[:-LOG_KEPT]
+
+
+class LocalPushConfigs:
+    """A memory or file store's configs on the wire (``a2a.pushconfig.PushConfigs``)."""
+
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+        self.docs = _Docs(store)
+        self.book = LocalBook(store)
+
+    def check(self, spec: PushConfigSpec) -> None:
+        check(spec.url)
+
+    def create(
+        self, task_id: str, owner: str | None, spec: PushConfigSpec, dialect: str, *, after: int
+    ) -> StoredPushConfig:
+        check(spec.url)
+        config_id = spec.config_id or str(uuid.uuid4())
+        task = self.store.get(task_id)
+        seq = read_private(task).seq if task else 0
+        with self.docs.locked():
+            doc = self.docs.read(task_id)
+            configs = doc["configs"]
+            if len(configs) >= MAX_CONFIGS_PER_TASK and config_id not in configs:
+                raise ValueError(f"a Task has at most {MAX_CONFIGS_PER_TASK} push configs")
+            configs[config_id] = {
+                "task_id": task_id,
+                "config_id": config_id,
+                "owner": owner or "",
+                "dialect": dialect,
+                "url": spec.url,
+                "token": secrets.seal(spec.token),
+                "auth_scheme": spec.scheme,
+                "credentials": secrets.seal(spec.credentials),
+                "delivered_seq": seq if after < 0 else min(after, seq),
+                "failures": 0,
+                "next_attempt_at": None,
+                "disabled_at": None,
+                "disabled_reason": "",
+                "lease_owner": "",
+                "lease_until": None,
+                "log": [],
+            }
+            self.docs.write(task_id, doc)
+        from .delivery import schedule_keys
+
+        schedule_keys(self.book, [key_of(task_id, config_id)])
+        return self._stored(configs[config_id])
+
+    @staticmethod
+    def _stored(c: dict[str, Any]) -> StoredPushConfig:
+        return StoredPushConfig(
+            task_id=c["task_id"],
+            config_id=c["config_id"],
+            url=c["url"],
+            token=secrets.unseal(c["token"]),
+            scheme=c["auth_scheme"],
+            dialect=c["dialect"],
+            disabled=bool(c.get("disabled_at")),
+        )
+
+    def get(self, task_id: str, config_id: str | None) -> StoredPushConfig | None:
+        configs = self.docs.read(task_id)["configs"]
+        if config_id is None:
+            return self._stored(next(iter(configs.values()))) if configs else None
+        return self._stored(configs[config_id]) if config_id in configs else None
+
+    def list(self, task_id: str) -> list[StoredPushConfig]:
+        return [self._stored(c) for c in self.docs.read(task_id)["configs"].values()]
+
+    def delete(self, task_id: str, config_id: str) -> bool:
+        with self.docs.locked():
+            doc = self.docs.read(task_id)
+            if doc["configs"].pop(config_id, None) is None:
+                return False
+            self.docs.write(task_id, doc)
+            return True
+
+
+def keeps_configs(store: TaskStore) -> bool:
+    return isinstance(store, (InMemoryTaskStore, FileTaskStore))
+
+
+__all__ = ["LocalBook", "LocalPushConfigs", "keeps_configs"]

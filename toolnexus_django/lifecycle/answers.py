@@ -133,6 +133,7 @@ def answer(
     # The agent's question leaves the status for the history (as A2A's own
     # task managers do), so the history reads as the conversation.
     append_history(new, question, message)
+    record_outcome(new, pending, decision)
     private.phase, private.answer = states.ANSWERED, dataclasses.asdict(given)
     detail = {
         "decision": decision,
@@ -151,6 +152,35 @@ def answer(
     if moved is None:
         raise _refuse_not_waiting(store, store.get(task["id"]) or task, pending.get("id"))
     return moved
+
+
+#: The outcome a decision shows on the wire (``metadata.requests``).
+OUTCOMES = {
+    "approve": "approved",
+    "authorize": "approved",
+    "decline": "declined",
+    "expire": "expired",
+    "reply": "answered",
+    "message": "answered",
+}
+
+
+def record_outcome(task: Task, pending: dict[str, Any], decision: str) -> None:
+    """Add the Request's outcome to the Task's public ``metadata.requests``:
+    which Request, of what kind, how it ended and when — never who decided
+    (that stays in the event's private part)."""
+    found = task.get("metadata")
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+    outcomes = [o for o in metadata.get("requests") or () if isinstance(o, dict)]
+    outcomes.append(
+        {
+            "id": pending.get("id"),
+            "kind": pending.get("kind"),
+            "outcome": OUTCOMES[decision],
+            "at": (task.get("status") or {}).get("timestamp"),
+        }
+    )
+    task["metadata"] = {**metadata, "requests": outcomes}
 
 
 def expire(store: TaskStore, task: Task) -> Moved:

@@ -195,7 +195,12 @@ def test_kill_9_mid_run_then_a_new_server_runs_the_task_again(
             assert rerun_by in group_members(second.proc.pid)
             # One model call per attempt: the dead one, and the re-run.
             assert len(fake_llm.requests_for(marker)) == 2
-            assert f"Task {crash.task_id}: its worker died (attempt 1)" in second.output()
+            # The worker logs it just after the move the client already sees.
+            wait_until(
+                lambda: f"Task {crash.task_id}: its worker died (attempt 1)" in second.output(),
+                timeout=10,
+                what="the server to log it",
+            )
             assert_nothing_left_working()
             # Every move, the dead worker's included, is in the event log, in order.
             kinds = [e["kind"] for e in assert_event_log(crash.task_id, DjangoTaskStore())]
@@ -223,7 +228,12 @@ def test_kill_9_with_attempts_exhausted_ends_failed_with_the_interruption(
             assert private_of(task).attempts == 1
             assert private_of(task).lease is None
             assert len(fake_llm.requests_for(marker)) == 1, "given up, not run again"
-            assert f"Task {crash.task_id}: {interrupted_message(1)}" in second.output()
+            # The worker logs it just after the move the client already sees.
+            wait_until(
+                lambda: f"Task {crash.task_id}: {interrupted_message(1)}" in second.output(),
+                timeout=10,
+                what="the server to log it",
+            )
             assert_nothing_left_working()
 
 

@@ -47,6 +47,17 @@ def v03_message(text: str) -> dict[str, Any]:
     }
 
 
+def send_with_config(rpc: RpcClient, text: str, config: dict[str, Any]) -> dict[str, Any]:
+    """A v1.0 SendMessage returning at once, with ``config`` inline (the reply)."""
+    return rpc.call(
+        "SendMessage",
+        {
+            "message": v1_message(text),
+            "configuration": {"returnImmediately": True, "taskPushNotificationConfig": config},
+        },
+    )
+
+
 def approve(task_id: str) -> None:
     """A reviewer approves the Task's expense claim (as the admin would)."""
     pending = lifecycle.read(get_task_store().get(task_id)).pending or {}
@@ -96,13 +107,7 @@ def test_v1_inline_config_gets_every_transition_in_order(
             "token": "tok-v1",
             "authentication": {"scheme": "Bearer", "credentials": "s3cret"},
         }
-        sent = rpc.call(
-            "SendMessage",
-            {
-                "message": v1_message("file an expense of 12.5 for a taxi"),
-                "configuration": {"returnImmediately": True, "taskPushNotificationConfig": config},
-            },
-        )
+        sent = send_with_config(rpc, "file an expense of 12.5 for a taxi", config)
         task_id = sent["result"]["task"]["id"]
         wait_state(hook, "TASK_STATE_INPUT_REQUIRED")
         approve(task_id)
@@ -290,16 +295,7 @@ def test_a_receiver_that_is_down_at_first_gets_everything_later_in_order(
     fake_llm.default = Text("done")
     with Receiver() as hook:
         hook.answer(503, 503, 503)  # then 200s
-        RpcClient(agent_url, V1).call(
-            "SendMessage",
-            {
-                "message": v1_message("notify me"),
-                "configuration": {
-                    "returnImmediately": True,
-                    "taskPushNotificationConfig": {"url": hook.url, "token": "t"},
-                },
-            },
-        )
+        send_with_config(RpcClient(agent_url, V1), "notify me", {"url": hook.url, "token": "t"})
         wait_state(hook, "TASK_STATE_COMPLETED")
         got = list(hook.received)
     first = got[0].headers["x-a2a-event-id"]
@@ -320,16 +316,7 @@ def test_a_receiver_failing_for_ever_disables_the_config(
     with Receiver() as hook:
         hook.always(500)
         rpc = RpcClient(agent_url, V1)
-        task_id = rpc.call(
-            "SendMessage",
-            {
-                "message": v1_message("notify me"),
-                "configuration": {
-                    "returnImmediately": True,
-                    "taskPushNotificationConfig": {"url": hook.url},
-                },
-            },
-        )["result"]["task"]["id"]
+        task_id = send_with_config(rpc, "notify me", {"url": hook.url})["result"]["task"]["id"]
         config = wait_until(
             lambda: PushConfig.objects.filter(task_id=task_id, disabled_at__isnull=False).first(),
             what="the config to be disabled",
@@ -350,16 +337,7 @@ def test_another_4xx_skips_that_notification_and_goes_on(
     fake_llm.default = Text("done")
     with Receiver() as hook:
         hook.answer(410)
-        RpcClient(agent_url, V1).call(
-            "SendMessage",
-            {
-                "message": v1_message("notify me"),
-                "configuration": {
-                    "returnImmediately": True,
-                    "taskPushNotificationConfig": {"url": hook.url},
-                },
-            },
-        )
+        send_with_config(RpcClient(agent_url, V1), "notify me", {"url": hook.url})
         got = wait_state(hook, "TASK_STATE_COMPLETED")
     assert got[0].headers["x-a2a-event-id"] != got[1].headers["x-a2a-event-id"]
     assert PushDelivery.objects.filter(outcome="gave-up", status_code=410).count() == 1
@@ -385,16 +363,7 @@ def test_unsafe_urls_are_refused_when_set(
     configure(fake_llm)  # nothing allowed
     fake_llm.default = Text("done")
     rpc = RpcClient(agent_url, V1)
-    refused = rpc.call(
-        "SendMessage",
-        {
-            "message": v1_message("x"),
-            "configuration": {
-                "returnImmediately": True,
-                "taskPushNotificationConfig": {"url": url},
-            },
-        },
-    )
+    refused = send_with_config(rpc, "x", {"url": url})
     assert refused["error"]["code"] == -32602, refused
     assert refused["error"]["data"][0]["metadata"]["reason"] == "PUSH_URL_REFUSED"
     assert PushConfig.objects.count() == 0
@@ -442,16 +411,7 @@ def test_a_redirect_is_not_followed(agent_url: str, configure: Any, fake_llm: Fa
     fake_llm.default = Text("done")
     with Receiver() as hook, Receiver("127.0.0.2") as inner:
         hook.always(302, {"Location": f"http://127.0.0.2:{inner.port}/stolen"})
-        RpcClient(agent_url, V1).call(
-            "SendMessage",
-            {
-                "message": v1_message("x"),
-                "configuration": {
-                    "returnImmediately": True,
-                    "taskPushNotificationConfig": {"url": hook.url},
-                },
-            },
-        )
+        send_with_config(RpcClient(agent_url, V1), "x", {"url": hook.url})
         wait_until(
             lambda: PushDelivery.objects.filter(outcome="gave-up").count() >= 2, what="skips"
         )
@@ -521,16 +481,9 @@ def test_signed_notifications_verify_against_the_published_key_set(
     keys = http(agent_url + ".well-known/jwks.json").json["keys"]
     assert [k["alg"] for k in keys] == ["ES256"] and "d" not in keys[0]  # public only
     with Receiver() as hook:
-        task_id = RpcClient(agent_url, V1).call(
-            "SendMessage",
-            {
-                "message": v1_message("sign it"),
-                "configuration": {
-                    "returnImmediately": True,
-                    "taskPushNotificationConfig": {"url": hook.url},
-                },
-            },
-        )["result"]["task"]["id"]
+        task_id = send_with_config(RpcClient(agent_url, V1), "sign it", {"url": hook.url})[
+            "result"
+        ]["task"]["id"]
         got = wait_state(hook, "TASK_STATE_COMPLETED")
     for received in got:
         claims = verify(received.headers["x-a2a-notification-signature"], keys)
@@ -572,15 +525,10 @@ def test_the_memory_and_file_stores_deliver_every_transition_in_order(
     fake_llm.push(EXPENSE, Text("Your claim is filed."))
     rpc = RpcClient(agent_url, V1)
     with Receiver() as hook:
-        task_id = rpc.call(
-            "SendMessage",
-            {
-                "message": v1_message("file an expense of 12.5 for a taxi"),
-                "configuration": {
-                    "returnImmediately": True,
-                    "taskPushNotificationConfig": {"id": "c", "url": hook.url, "token": "tok-l"},
-                },
-            },
+        task_id = send_with_config(
+            rpc,
+            "file an expense of 12.5 for a taxi",
+            {"id": "c", "url": hook.url, "token": "tok-l"},
         )["result"]["task"]["id"]
         wait_state(hook, "TASK_STATE_INPUT_REQUIRED")
         approve(task_id)
@@ -623,15 +571,8 @@ def test_the_memory_and_file_stores_retry_then_disable(
     fake_llm.default = Text("done")
     with Receiver() as hook:
         hook.always(500)
-        task_id = RpcClient(agent_url, V1).call(
-            "SendMessage",
-            {
-                "message": v1_message("notify me"),
-                "configuration": {
-                    "returnImmediately": True,
-                    "taskPushNotificationConfig": {"id": "c", "url": hook.url},
-                },
-            },
+        task_id = send_with_config(
+            RpcClient(agent_url, V1), "notify me", {"id": "c", "url": hook.url}
         )["result"]["task"]["id"]
         config = wait_until(
             lambda: (c := local_configs(task_id)["c"])["disabled_at"] and c,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -49,6 +50,42 @@ def order_key(event_id: str) -> tuple[int, int]:
     return int(head), int(k or 0)
 
 
+def send_notified(rpc: RpcClient, config: dict[str, Any]) -> str:
+    """A v1.0 send with ``config`` inline, run to completion; its Task's id."""
+    task_id = rpc.call(
+        "SendMessage",
+        {
+            "message": {
+                "messageId": str(uuid.uuid4()),
+                "role": "ROLE_USER",
+                "parts": [{"text": "notify me"}],
+            },
+            "configuration": {"returnImmediately": True, "taskPushNotificationConfig": config},
+        },
+    )["result"]["task"]["id"]
+    rpc.wait(task_id, states=("TASK_STATE_COMPLETED",))
+    return str(task_id)
+
+
+def delivered_after_restart(tmp_path: Path, env: dict[str, str], hook: Receiver) -> list[Any]:
+    """Bring the receiver back, start a new server, and return what it
+    delivers up to the completed notification."""
+    tried = len(hook.received)
+    hook.always(200)  # back up
+    with serve(tmp_path, env=env) as second:
+        second.wait_ready()
+        return list(
+            wait_until(
+                lambda: (
+                    [r for r in hook.received[tried:] if r.state == "TASK_STATE_COMPLETED"]
+                    and hook.received[tried:]
+                ),
+                timeout=30,
+                what="the next server to deliver what the dead one could not",
+            )
+        )
+
+
 def test_undelivered_notifications_survive_kill_9(fake_llm: FakeLLM, tmp_path: Path) -> None:
     fake_llm.default = Text("done before the crash")
     env = push_env(fake_llm, TOOLNEXUS_PUSH_RETRY_DELAY="4")
@@ -56,21 +93,7 @@ def test_undelivered_notifications_survive_kill_9(fake_llm: FakeLLM, tmp_path: P
         hook.always(503)  # down: every notification waits
         with serve(tmp_path, env=env) as first:
             rpc = RpcClient(first.wait_ready()["url"], {"A2A-Version": "1.0"})
-            task_id = rpc.call(
-                "SendMessage",
-                {
-                    "message": {
-                        "messageId": str(uuid.uuid4()),
-                        "role": "ROLE_USER",
-                        "parts": [{"text": "notify me"}],
-                    },
-                    "configuration": {
-                        "returnImmediately": True,
-                        "taskPushNotificationConfig": {"url": hook.url, "token": "t"},
-                    },
-                },
-            )["result"]["task"]["id"]
-            rpc.wait(task_id, states=("TASK_STATE_COMPLETED",))
+            task_id = send_notified(rpc, {"url": hook.url, "token": "t"})
             # A failed attempt is recorded, the retry is seconds away and no
             # delivery is in flight: the crash comes between attempts.
             config = wait_until(
@@ -81,19 +104,7 @@ def test_undelivered_notifications_survive_kill_9(fake_llm: FakeLLM, tmp_path: P
             )
             kill_whole_server(first)
         assert config.delivered_seq < config.task.event_seq  # undelivered when it died
-        tried = len(hook.received)
-        hook.always(200)  # back up
-
-        with serve(tmp_path, env=env) as second:
-            second.wait_ready()
-            got = wait_until(
-                lambda: (
-                    [r for r in hook.received[tried:] if r.state == "TASK_STATE_COMPLETED"]
-                    and hook.received[tried:]
-                ),
-                timeout=30,
-                what="the next server to deliver what the dead one could not",
-            )
+        got = delivered_after_restart(tmp_path, env, hook)
     ids = [r.headers["x-a2a-event-id"] for r in got]
     assert ids == sorted(ids, key=order_key) and len(set(ids)) == len(ids)
     assert ids[0] == hook.received[0].headers["x-a2a-event-id"]  # from the first undelivered on
@@ -167,17 +178,7 @@ def test_the_file_store_keeps_undelivered_notifications_through_kill_9(
         hook.always(503)
         with serve(tmp_path, env=env) as first:
             rpc = RpcClient(first.wait_ready()["url"], {"A2A-Version": "1.0"})
-            task_id = rpc.call(
-                "SendMessage",
-                {
-                    "message": {"messageId": "m-f", "role": "ROLE_USER", "parts": [{"text": "x"}]},
-                    "configuration": {
-                        "returnImmediately": True,
-                        "taskPushNotificationConfig": {"id": "c", "url": hook.url, "token": "t"},
-                    },
-                },
-            )["result"]["task"]["id"]
-            rpc.wait(task_id, states=("TASK_STATE_COMPLETED",))
+            task_id = send_notified(rpc, {"id": "c", "url": hook.url, "token": "t"})
             book = LocalBook(FileTaskStore(tasks))
             wait_until(
                 lambda: (
@@ -188,18 +189,7 @@ def test_the_file_store_keeps_undelivered_notifications_through_kill_9(
                 what="a failed attempt with its retry set, in the Task's push file",
             )
             kill_whole_server(first)
-        tried = len(hook.received)
-        hook.always(200)
-        with serve(tmp_path, env=env) as second:
-            second.wait_ready()
-            got = wait_until(
-                lambda: (
-                    [r for r in hook.received[tried:] if r.state == "TASK_STATE_COMPLETED"]
-                    and hook.received[tried:]
-                ),
-                timeout=30,
-                what="the next server to deliver from the file store's push state",
-            )
+        got = delivered_after_restart(tmp_path, env, hook)
     ids = [r.headers["x-a2a-event-id"] for r in got]
     assert (
         ids == sorted(ids, key=order_key) and ids[0] == hook.received[0].headers["x-a2a-event-id"]

@@ -26,16 +26,15 @@ from typing import Any
 
 from django.conf import settings
 from rest_framework.permissions import AllowAny
-from rest_framework.settings import api_settings
 
 from .a2a.card import build_card, card_headers, extended_card_builder, not_modified
 from .a2a.dialects import Dialect, version_asked
 from .a2a.follow import await_settled
 from .a2a.jsonrpc import (
     INTERNAL_ERROR,
-    INVALID_REQUEST,
     RpcEnvelope,
     RpcError,
+    body_too_large,
     failure,
     parse_request,
     success,
@@ -46,7 +45,12 @@ from .conf import toolnexus_settings
 from .dbthreads import run_sync
 from .stores import get_task_store
 from .strictjson import dumps
-from .views import EndpointActions, JsonRpcView, _classes
+from .views import (
+    EndpointActions,
+    JsonRpcView,
+    rpc_authentication_classes,
+    rpc_permission_classes,
+)
 
 logger = logging.getLogger("toolnexus_django.endpoint")
 
@@ -113,11 +117,8 @@ async def respond_json(send: Send, payload: Any, status: int = 200) -> None:
 
 
 def _needs_drf() -> bool:
-    auth = _classes(
-        toolnexus_settings.AUTHENTICATION_CLASSES, api_settings.DEFAULT_AUTHENTICATION_CLASSES
-    )
-    perms = _classes(toolnexus_settings.PERMISSION_CLASSES, api_settings.DEFAULT_PERMISSION_CLASSES)
-    return bool(auth) or any(p is not AllowAny for p in perms)
+    perms = rpc_permission_classes()
+    return bool(rpc_authentication_classes()) or any(p is not AllowAny for p in perms)
 
 
 SESSION_MIDDLEWARE = "django.contrib.sessions.middleware.SessionMiddleware"
@@ -186,7 +187,9 @@ def call_context(
         last_event_id=headers_of(scope).get("last-event-id"),
         held=None,  # waiting holds no thread here
         extended_card=(
-            extended_card_builder(request, endpoint_url(scope, rpc_path), _rpc_auth())
+            extended_card_builder(
+                request, endpoint_url(scope, rpc_path), rpc_authentication_classes()
+            )
             if request is not None
             else None
         ),
@@ -221,13 +224,7 @@ async def read_request(scope: Scope, receive: Receive, send: Send, version: str 
     try:
         body = await read_body(receive, limit, float(toolnexus_settings.READ_TIMEOUT))
     except BodyTooLarge:
-        too_big = RpcError(
-            INVALID_REQUEST,
-            f"Invalid Request: the body is larger than {limit} bytes",
-            data={"limit": limit},
-            details=_speaks_v1(version),
-        )
-        await _answer_error(send, scope, too_big)
+        await _answer_error(send, scope, body_too_large(limit, _speaks_v1(version)))
         return None
     except (TimeoutError, ClientGone):
         # Too slow (or gone): a 408 the client may never read; nothing was done.
@@ -391,14 +388,8 @@ def endpoint_url(scope: Scope, rpc_path: str) -> str:
     return ASGIRequest(scope, io.BytesIO()).build_absolute_uri(rpc_path)
 
 
-def _rpc_auth() -> list[Any]:
-    return _classes(
-        toolnexus_settings.AUTHENTICATION_CLASSES, api_settings.DEFAULT_AUTHENTICATION_CLASSES
-    )
-
-
 def card_for(scope: Scope, rpc_path: str) -> bytes:
-    return dumps(build_card(endpoint_url(scope, rpc_path), _rpc_auth()))
+    return dumps(build_card(endpoint_url(scope, rpc_path), rpc_authentication_classes()))
 
 
 async def respond_card(scope: Scope, send: Send, body: bytes, *, private: bool = False) -> None:

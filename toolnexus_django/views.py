@@ -24,9 +24,9 @@ from .a2a.dialects import version_asked
 from .a2a.follow import held, wait_settled
 from .a2a.jsonrpc import (
     INTERNAL_ERROR,
-    INVALID_REQUEST,
     RpcEnvelope,
     RpcError,
+    body_too_large,
     failure,
     parse_request,
     success,
@@ -95,15 +95,14 @@ class EndpointActions:
         )
 
     def push_configs(self) -> Any:
+        from .a2a.pushconfig import keeps_configs
         from .push.configs import DatabasePushConfigs
-        from .push.local import LocalPushConfigs, keeps_configs
+        from .push.local import LocalPushConfigs
         from .stores import DjangoTaskStore
 
         if isinstance(self.store, DjangoTaskStore):
             return DatabasePushConfigs(self.store.using)
-        if keeps_configs(self.store):
-            return LocalPushConfigs(self.store)  # beside the Task
-        return None
+        return LocalPushConfigs(self.store) if keeps_configs(self.store) else None
 
     def cancel(self, task_id: str, *, owner: str | None) -> Task:
         from .review import NotCancelable, TaskNotFound
@@ -125,11 +124,16 @@ def _speaks_v1(request: Request) -> bool:
     return str(_version(request) or "").strip().startswith("1")
 
 
-def _rpc_auth() -> list[Any]:
-    """The JSON-RPC endpoint's authentication classes (the card declares them)."""
+def rpc_authentication_classes() -> list[Any]:
+    """The endpoint's DRF authentication classes (the card declares them)."""
     return _classes(
         toolnexus_settings.AUTHENTICATION_CLASSES, api_settings.DEFAULT_AUTHENTICATION_CLASSES
     )
+
+
+def rpc_permission_classes() -> list[Any]:
+    """The endpoint's DRF permission classes."""
+    return _classes(toolnexus_settings.PERMISSION_CLASSES, api_settings.DEFAULT_PERMISSION_CLASSES)
 
 
 def _endpoint_url(request: Any, namespace: str | None = None) -> str:
@@ -168,7 +172,7 @@ class AgentCardView(APIView):
     describes: str | None = None
 
     def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
-        card = build_card(_endpoint_url(request, self.describes), _rpc_auth())
+        card = build_card(_endpoint_url(request, self.describes), rpc_authentication_classes())
         return card_response(request, card)
 
 
@@ -202,21 +206,10 @@ class JsonRpcView(APIView):
         return super().perform_content_negotiation(request, force=True)
 
     def get_authenticators(self) -> list[Any]:
-        return [
-            c()
-            for c in _classes(
-                toolnexus_settings.AUTHENTICATION_CLASSES,
-                api_settings.DEFAULT_AUTHENTICATION_CLASSES,
-            )
-        ]
+        return [c() for c in rpc_authentication_classes()]
 
     def get_permissions(self) -> list[Any]:
-        return [
-            c()
-            for c in _classes(
-                toolnexus_settings.PERMISSION_CLASSES, api_settings.DEFAULT_PERMISSION_CLASSES
-            )
-        ]
+        return [c() for c in rpc_permission_classes()]
 
     def context(self, request: Request, store: TaskStore, version: str | None) -> CallContext:
         """Who is calling and what they may do, for :func:`dispatch`."""
@@ -230,14 +223,20 @@ class JsonRpcView(APIView):
             last_event_id=request.headers.get("Last-Event-ID"),
             # Each waiting request holds one of this server's threads.
             held=held,
-            extended_card=extended_card_builder(request, _endpoint_url(request), _rpc_auth()),
+            extended_card=extended_card_builder(
+                request, _endpoint_url(request), rpc_authentication_classes()
+            ),
         )
 
     def post(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
         try:
             body = request.body
         except RequestDataTooBig:
-            return json_response(failure(None, _too_big(_speaks_v1(request))))
+            return json_response(
+                failure(
+                    None, body_too_large(settings.DATA_UPLOAD_MAX_MEMORY_SIZE, _speaks_v1(request))
+                )
+            )
         rid = None
         try:
             rpc = parse_request(body)
@@ -254,16 +253,6 @@ class JsonRpcView(APIView):
         except Exception:
             logger.exception("JSON-RPC request failed")
             return json_response(failure(rid, RpcError(INTERNAL_ERROR, "Internal error")))
-
-
-def _too_big(details: bool) -> RpcError:
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    return RpcError(
-        INVALID_REQUEST,
-        f"Invalid Request: the body is larger than {limit} bytes",
-        data={"limit": limit},
-        details=details,
-    )
 
 
 def _settle(store: TaskStore, waiting: Awaiting) -> Any:
@@ -296,7 +285,7 @@ class RestView(JsonRpcView):
         try:
             body = request.body
         except RequestDataTooBig:
-            return rest_response(_too_big(True))
+            return rest_response(body_too_large(settings.DATA_UPLOAD_MAX_MEMORY_SIZE, True))
         try:
             version = _version(request)
             check_version(version)

@@ -232,11 +232,11 @@ def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str,
 
 
 def _pushes() -> bool:
-    """Push notifications are offered where configs can be kept: the django,
-    memory and file stores (a custom store has none)."""
-    from ..stores import DjangoTaskStore, FileTaskStore, InMemoryTaskStore, get_task_store
+    """Push notifications are offered where configs can be kept."""
+    from ..stores import get_task_store
+    from .pushconfig import keeps_configs
 
-    return isinstance(get_task_store(), (DjangoTaskStore, InMemoryTaskStore, FileTaskStore))
+    return keeps_configs(get_task_store())
 
 
 # -- the extended Agent Card ----------------------------------------------------------

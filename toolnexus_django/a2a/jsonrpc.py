@@ -177,13 +177,52 @@ def _loads(body: bytes) -> Any:
         # Valid JSON, only deeper than this Python's parser goes (3.11 gives
         # up at about a thousand levels, 3.13 much later): the same answer as
         # any body nested past MAX_NESTING, whichever Python parses it.
-        raise RpcError(
-            INVALID_REQUEST,
-            f"Invalid Request: the body is nested deeper than {MAX_NESTING} levels",
-            data={"maxNesting": MAX_NESTING},
-        ) from None
+        raise _too_deep() from None
     except ValueError:
         raise RpcError(PARSE_ERROR, "Parse error: the body is not valid JSON") from None
+
+
+def _too_deep(rid: RequestId = None) -> RpcError:
+    return RpcError(
+        INVALID_REQUEST,
+        f"Invalid Request: the body is nested deeper than {MAX_NESTING} levels",
+        data={"maxNesting": MAX_NESTING},
+        id=rid,
+    )
+
+
+def _not_finite(rid: RequestId) -> RpcError:
+    return RpcError(
+        INVALID_PARAMS,
+        "Invalid params: NaN, Infinity and numbers too large for a double are not JSON",
+        id=rid,
+    )
+
+
+def _check_values(payload: Any, rid: RequestId) -> bool:
+    """Refuse a body nested too deep or holding a lone surrogate (-32600);
+    return whether it holds a non-finite number (the caller's -32602, after
+    its own checks of the envelope)."""
+    depth, non_finite, surrogate = _scan(payload)
+    if depth > MAX_NESTING:
+        raise _too_deep(rid)
+    if surrogate:
+        raise RpcError(
+            INVALID_REQUEST,
+            "Invalid Request: the body contains a lone UTF-16 surrogate (not valid Unicode)",
+            id=rid,
+        )
+    return non_finite
+
+
+def body_too_large(limit: int, details: bool = False) -> RpcError:
+    """A body over ``limit`` bytes (``DATA_UPLOAD_MAX_MEMORY_SIZE``): -32600."""
+    return RpcError(
+        INVALID_REQUEST,
+        f"Invalid Request: the body is larger than {limit} bytes",
+        data={"limit": limit},
+        details=details,
+    )
 
 
 def parse_request(body: bytes) -> RpcRequest:
@@ -208,20 +247,7 @@ def parse_request(body: bytes) -> RpcRequest:
         raise RpcError(INVALID_REQUEST, "Invalid Request: id must be a string, a number or null")
     if isinstance(rid, str) and _has_lone_surrogate(rid):
         raise RpcError(INVALID_REQUEST, "Invalid Request: id is not valid Unicode")
-    depth, non_finite, surrogate = _scan(payload)
-    if depth > MAX_NESTING:
-        raise RpcError(
-            INVALID_REQUEST,
-            f"Invalid Request: the body is nested deeper than {MAX_NESTING} levels",
-            data={"maxNesting": MAX_NESTING},
-            id=rid,
-        )
-    if surrogate:
-        raise RpcError(
-            INVALID_REQUEST,
-            "Invalid Request: the body contains a lone UTF-16 surrogate (not valid Unicode)",
-            id=rid,
-        )
+    non_finite = _check_values(payload, rid)
     if payload.get("jsonrpc") != "2.0":
         raise RpcError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', id=rid)
     method = payload.get("method")
@@ -231,11 +257,7 @@ def parse_request(body: bytes) -> RpcRequest:
     if params is not None and not isinstance(params, (dict, list)):
         raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object", id=rid)
     if non_finite:
-        raise RpcError(
-            INVALID_PARAMS,
-            "Invalid params: NaN, Infinity and numbers too large for a double are not JSON",
-            id=rid,
-        )
+        raise _not_finite(rid)
     return RpcRequest(id=rid, method=method, params=params)
 
 
@@ -247,23 +269,8 @@ def parse_object(body: bytes) -> dict[str, Any]:
     payload = _loads(body)
     if not isinstance(payload, dict):
         raise RpcError(INVALID_REQUEST, "Invalid Request: the body must be a JSON object")
-    depth, non_finite, surrogate = _scan(payload)
-    if depth > MAX_NESTING:
-        raise RpcError(
-            INVALID_REQUEST,
-            f"Invalid Request: the body is nested deeper than {MAX_NESTING} levels",
-            data={"maxNesting": MAX_NESTING},
-        )
-    if surrogate:
-        raise RpcError(
-            INVALID_REQUEST,
-            "Invalid Request: the body contains a lone UTF-16 surrogate (not valid Unicode)",
-        )
-    if non_finite:
-        raise RpcError(
-            INVALID_PARAMS,
-            "Invalid params: NaN, Infinity and numbers too large for a double are not JSON",
-        )
+    if _check_values(payload, None):
+        raise _not_finite(None)
     return payload
 
 

@@ -29,6 +29,15 @@ MAX_CONFIGS_PER_TASK = 10
 MAX_TOKEN_CHARS = 4096
 
 
+def keeps_configs(store: Any) -> bool:
+    """Whether ``store`` keeps push configs: the django store (in the
+    database), the memory and file stores (beside the Task); a custom store
+    does not."""
+    from ..stores import DjangoTaskStore, FileTaskStore, InMemoryTaskStore
+
+    return isinstance(store, (DjangoTaskStore, InMemoryTaskStore, FileTaskStore))
+
+
 class PushURLRefused(ValueError):
     """The config's URL is one the server will not call (SSRF rules)."""
 
@@ -65,7 +74,8 @@ class PushConfigs(Protocol):
     ) -> StoredPushConfig:
         """Store ``spec`` for the Task (replacing a config of the same id);
         notifications start after event ``after`` (-1: after the latest).
-        Raises :class:`PushURLRefused`, or ValueError past the limit."""
+        Its URL was checked (:meth:`check`) by the caller; raises ValueError
+        past the limit."""
 
     def check(self, spec: PushConfigSpec) -> None:
         """Raise :class:`PushURLRefused` when ``spec``'s URL may not be called."""

@@ -60,13 +60,19 @@ def _refused(exc: Exception) -> RpcError:
     )
 
 
+def _check(ctx: CallContext, spec: PushConfigSpec) -> None:
+    try:
+        _configs(ctx).check(spec)
+    except PushURLRefused as refused:
+        raise _refused(refused) from None
+
+
 def _create(
     ctx: CallContext, task_id: str, spec: PushConfigSpec, dialect: Dialect, after: int
 ) -> Any:
+    """Store a config whose URL was checked (:func:`_check`)."""
     try:
         return _configs(ctx).create(task_id, ctx.owner, spec, _dialect_name(dialect), after=after)
-    except PushURLRefused as refused:
-        raise _refused(refused) from None
     except ValueError as limit:
         raise RpcError(INVALID_PARAMS, f"Invalid params: {limit}") from None
 
@@ -84,10 +90,7 @@ def inline_spec(
     if not config:
         return None
     spec = parse_spec(config, dialect)
-    try:
-        _configs(ctx).check(spec)
-    except PushURLRefused as refused:
-        raise _refused(refused) from None
+    _check(ctx, spec)
     return spec
 
 
@@ -106,6 +109,7 @@ def push_set(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
     _configs(ctx)  # a store without configs says so first
     task_id, spec = parse_create(params, dialect)
     own_task(ctx.store, ctx.owner, task_id)
+    _check(ctx, spec)
     return render(_create(ctx, task_id, spec, dialect, -1), dialect)
 
 

@@ -139,34 +139,38 @@ def task_section(site: admin.AdminSite, obj: TaskRecord) -> SafeString:
 # -- configs -------------------------------------------------------------------------------
 
 
-class DisabledFilter(admin.SimpleListFilter):
+class YesNoFilter(admin.SimpleListFilter):
+    """A filter with two choices, each a lookup (subclasses name them)."""
+
+    labels: tuple[Any, Any]
+    yes: dict[str, Any]
+    no: dict[str, Any]
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [("yes", self.labels[0]), ("no", self.labels[1])]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "yes":
+            return queryset.filter(**self.yes)
+        if self.value() == "no":
+            return queryset.filter(**self.no)
+        return queryset
+
+
+class DisabledFilter(YesNoFilter):
     title = _("disabled")
     parameter_name = "disabled"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [("yes", _("disabled")), ("no", _("enabled"))]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        if self.value() == "yes":
-            return queryset.filter(disabled_at__isnull=False)
-        if self.value() == "no":
-            return queryset.filter(disabled_at__isnull=True)
-        return queryset
+    labels = (_("disabled"), _("enabled"))
+    yes = {"disabled_at__isnull": False}
+    no = {"disabled_at__isnull": True}
 
 
-class FailingFilter(admin.SimpleListFilter):
+class FailingFilter(YesNoFilter):
     title = _("failing")
     parameter_name = "failing"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [("yes", _("failing (failed attempts > 0)")), ("no", _("not failing"))]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        if self.value() == "yes":
-            return queryset.filter(failures__gt=0)
-        if self.value() == "no":
-            return queryset.filter(failures=0)
-        return queryset
+    labels = (_("failing (failed attempts > 0)"), _("not failing"))
+    yes = {"failures__gt": 0}
+    no = {"failures": 0}
 
 
 class TaskLinkMixin:

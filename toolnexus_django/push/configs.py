@@ -30,7 +30,29 @@ def check(url: str) -> Any:
         raise PushURLRefused(str(refused)) from None
 
 
+def config_values(
+    owner: str | None, spec: PushConfigSpec, dialect: str, start: int
+) -> dict[str, Any]:
+    """A new (or replaced) config's fields, its secrets sealed, enabled, its
+    notifications starting after event ``start`` — for every store."""
+    return {
+        "owner": owner or "",
+        "dialect": dialect,
+        "url": spec.url,
+        "token": secrets.seal(spec.token),
+        "auth_scheme": spec.scheme,
+        "credentials": secrets.seal(spec.credentials),
+        "delivered_seq": start,
+        "failures": 0,
+        "next_attempt_at": None,
+        "disabled_at": None,
+        "disabled_reason": "",
+    }
+
+
 def stored(row: Any) -> StoredPushConfig:
+    """A config as the wire shows it (``row``: a PushConfig, or any object
+    with its fields)."""
     return StoredPushConfig(
         task_id=row.task_id,
         config_id=row.config_id,
@@ -60,7 +82,6 @@ class DatabasePushConfigs:
     def create(
         self, task_id: str, owner: str | None, spec: PushConfigSpec, dialect: str, *, after: int
     ) -> StoredPushConfig:
-        check(spec.url)
         if after >= 0 and spec.config_id is None:
             row = self._first(task_id, owner, spec, dialect, after)
         else:
@@ -71,23 +92,6 @@ class DatabasePushConfigs:
         schedule([row.pk], using=self.using)
         return stored(row)
 
-    def _values(
-        self, owner: str | None, spec: PushConfigSpec, dialect: str, start: int
-    ) -> dict[str, Any]:
-        return {
-            "owner": owner or "",
-            "dialect": dialect,
-            "url": spec.url,
-            "token": secrets.seal(spec.token),
-            "auth_scheme": spec.scheme,
-            "credentials": secrets.seal(spec.credentials),
-            "delivered_seq": start,
-            "failures": 0,
-            "next_attempt_at": None,
-            "disabled_at": None,
-            "disabled_reason": "",
-        }
-
     def _first(
         self, task_id: str, owner: str | None, spec: PushConfigSpec, dialect: str, after: int
     ) -> Any:
@@ -96,7 +100,7 @@ class DatabasePushConfigs:
         return self.rows.create(
             task_id=task_id,
             config_id=str(uuid.uuid4()),
-            **self._values(owner, spec, dialect, after),
+            **config_values(owner, spec, dialect, after),
         )
 
     def _set(
@@ -118,7 +122,7 @@ class DatabasePushConfigs:
                 row, _ = self.rows.update_or_create(
                     task_id=task_id,
                     config_id=config_id,
-                    defaults=self._values(owner, spec, dialect, start),
+                    defaults=config_values(owner, spec, dialect, start),
                 )
             except IntegrityError:  # a concurrent set of the same id
                 row = self.rows.get(task_id=task_id, config_id=config_id)

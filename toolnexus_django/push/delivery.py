@@ -36,6 +36,7 @@ from django.db import InterfaceError, OperationalError, connections
 
 from ..a2a.dialects import Dialect, render_task
 from ..a2a.follow import event_messages
+from ..a2a.pushconfig import keeps_configs
 from ..conf import toolnexus_settings
 from ..fulfilment.jobs import job
 from ..lifecycle.events import Event
@@ -74,13 +75,11 @@ def holder_id() -> str:
 
 def book_for(store: TaskStore) -> Book | None:
     """Where ``store``'s configs keep their delivery state (None: nowhere)."""
-    from .local import LocalBook, keeps_configs
+    from .local import LocalBook
 
     if isinstance(store, DjangoTaskStore):
         return DatabaseBook(store.using)
-    if keeps_configs(store):
-        return LocalBook(store)
-    return None
+    return LocalBook(store) if keeps_configs(store) else None
 
 
 def _store_and_book(key: Any, using: str) -> tuple[TaskStore, Book]:
@@ -197,11 +196,6 @@ def on_task_event(sender: Any, task_id: str, event: dict[str, Any], **kwargs: An
     book = book_for(store)
     if book is not None:
         schedule_keys(book, book.configs_of(task_id))
-
-
-def due(using: str = "default", limit: int = 500) -> list[Any]:
-    """Enabled database configs with something to deliver now, not held."""
-    return DatabaseBook(using).due(limit)
 
 
 def sweep() -> dict[str, Any]:
@@ -384,7 +378,6 @@ __all__ = [
     "book_for",
     "deliver",
     "deliver_push",
-    "due",
     "note_new_config",
     "notifications",
     "on_task_event",

@@ -28,10 +28,9 @@ from django.utils import timezone
 
 from ..a2a.pushconfig import MAX_CONFIGS_PER_TASK, PushConfigSpec, StoredPushConfig
 from ..lifecycle import read as read_private
-from ..stores import FileTaskStore, InMemoryTaskStore, TaskStore
-from . import secrets
+from ..stores import FileTaskStore, TaskStore
 from .book import Attempt
-from .configs import check
+from .configs import check, config_values, stored
 
 #: Attempts kept in a config's log.
 LOG_KEPT = 50
@@ -234,7 +233,6 @@ class LocalPushConfigs:
     def create(
         self, task_id: str, owner: str | None, spec: PushConfigSpec, dialect: str, *, after: int
     ) -> StoredPushConfig:
-        check(spec.url)
         config_id = spec.config_id or str(uuid.uuid4())
         task = self.store.get(task_id)
         seq = read_private(task).seq if task else 0
@@ -246,17 +244,7 @@ class LocalPushConfigs:
             configs[config_id] = {
                 "task_id": task_id,
                 "config_id": config_id,
-                "owner": owner or "",
-                "dialect": dialect,
-                "url": spec.url,
-                "token": secrets.seal(spec.token),
-                "auth_scheme": spec.scheme,
-                "credentials": secrets.seal(spec.credentials),
-                "delivered_seq": seq if after < 0 else min(after, seq),
-                "failures": 0,
-                "next_attempt_at": None,
-                "disabled_at": None,
-                "disabled_reason": "",
+                **config_values(owner, spec, dialect, seq if after < 0 else min(after, seq)),
                 "lease_owner": "",
                 "lease_until": None,
                 "log": [],
@@ -268,16 +256,8 @@ class LocalPushConfigs:
         return self._stored(configs[config_id])
 
     @staticmethod
-    def _stored(c: dict[str, Any]) -> StoredPushConfig:
-        return StoredPushConfig(
-            task_id=c["task_id"],
-            config_id=c["config_id"],
-            url=c["url"],
-            token=secrets.unseal(c["token"]),
-            scheme=c["auth_scheme"],
-            dialect=c["dialect"],
-            disabled=bool(c.get("disabled_at")),
-        )
+    def _stored(config: dict[str, Any]) -> StoredPushConfig:
+        return stored(SimpleNamespace(**config))
 
     def get(self, task_id: str, config_id: str | None) -> StoredPushConfig | None:
         configs = self.docs.read(task_id)["configs"]
@@ -297,8 +277,4 @@ class LocalPushConfigs:
             return True
 
 
-def keeps_configs(store: TaskStore) -> bool:
-    return isinstance(store, (InMemoryTaskStore, FileTaskStore))
-
-
-__all__ = ["LocalBook", "LocalPushConfigs", "keeps_configs"]
+__all__ = ["LocalBook", "LocalPushConfigs"]

@@ -137,5 +137,12 @@ class DatabasePushConfigs:
         return [stored(row) for row in self.rows.filter(task_id=task_id)]
 
     def delete(self, task_id: str, config_id: str) -> bool:
-        deleted, _ = self.rows.filter(task_id=task_id, config_id=config_id).delete()
-        return deleted > 0
+        # The row locked first: a delivery logging an attempt for it then
+        # waits, and fails (its config is gone) instead of this delete failing
+        # on the row it added meanwhile (PostgreSQL checks the foreign key).
+        with transaction.atomic(using=self.using):
+            chosen = self.rows.select_for_update().filter(task_id=task_id, config_id=config_id)
+            if not list(chosen.values_list("pk", flat=True)):
+                return False
+            chosen.delete()
+        return True

@@ -32,7 +32,7 @@ import time
 import uuid
 from typing import Any
 
-from django.db import InterfaceError, OperationalError, connections
+from django.db import IntegrityError, InterfaceError, OperationalError, connections
 
 from ..a2a.dialects import Dialect, render_task
 from ..a2a.follow import event_messages
@@ -109,6 +109,9 @@ def _run_queued(key: Any, using: str) -> None:
         _queued.discard(key)
     try:
         deliver(key, using=using)
+    except IntegrityError:
+        # The config was deleted while it was being delivered: nothing to do.
+        logger.info("push config %s was deleted during its delivery", key)
     except (OperationalError, InterfaceError):
         # A broken connection (a database restart): the next delivery opens anew.
         for conn in connections.all(initialized_only=True):

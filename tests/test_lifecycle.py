@@ -30,6 +30,7 @@ from toolnexus_django.lifecycle import states
 from toolnexus_django.lifecycle.messages import text_part
 from toolnexus_django.lifecycle.moves import CANCELED_TEXT, Moved
 from toolnexus_django.lifecycle.requests import ANSWER_PERMISSION, REVIEWER_NOTE
+from toolnexus_django.lifecycle.reviewing import first_approval
 from toolnexus_django.stores import InMemoryTaskStore
 from toolnexus_django.stores.base import Task, state_of
 
@@ -169,6 +170,13 @@ VERBS: dict[str, Verb] = {
     "release": lambda s, t: lifecycle.release(s, t),
     "requeue": lambda s, t: lifecycle.requeue(s, t),
     "give_up": lambda s, t: lifecycle.give_up(s, t),
+    "review_claim": lambda s, t: lifecycle.claim_review(s, t, reviewer="rita"),
+    "review_release": lambda s, t: lifecycle.release_review(s, t, reviewer="rita"),
+    "review_approval": lambda s, t: first_approval(
+        s, t, reviewer="rita", comment="", needed=2, via="admin"
+    ),
+    "remind": lambda s, t: lifecycle.mark_sent(s, t, "remind"),
+    "escalate": lambda s, t: lifecycle.mark_sent(s, t, "escalate"),
 }
 
 #: What each legal move leaves: ``(kind, from phase) -> (state, phase)``.
@@ -199,6 +207,12 @@ AFTER: dict[tuple[str, str], tuple[str, str]] = {
     ("requeue", states.ANSWERED): (states.WORKING, states.ANSWERED),
     ("give_up", states.RUNNING): (states.FAILED, states.DONE),
     ("give_up", states.RESUMING): (states.FAILED, states.DONE),
+    # A reviewer's moves keep the Task waiting (and are never sent on the wire).
+    ("review_claim", states.WAITING): (states.INPUT_REQUIRED, states.WAITING),
+    ("review_release", states.WAITING): (states.INPUT_REQUIRED, states.WAITING),
+    ("review_approval", states.WAITING): (states.INPUT_REQUIRED, states.WAITING),
+    ("remind", states.WAITING): (states.INPUT_REQUIRED, states.WAITING),
+    ("escalate", states.WAITING): (states.INPUT_REQUIRED, states.WAITING),
 }
 
 #: The answer verbs refuse (AnswerRefused), rather than raise IllegalMove,
@@ -317,6 +331,8 @@ def test_a_legal_move_lands_where_the_table_says_with_its_event(kind: str, start
     if (kind, start.phase) not in AFTER:
         pytest.fail(f"MOVES allows {kind} from {start.phase}: say where it lands in AFTER")
     state, phase = AFTER[(kind, start.phase)]
+    if kind in states.UNSEEN:
+        state = start.state  # a reviewer's move keeps whichever waiting state it was
 
     result = VERBS[kind](store, given)
 

@@ -81,6 +81,26 @@ DEFAULTS: dict[str, Any] = {
     # the link to its review page starts with (e.g. "https://ops.example.com").
     "REVIEW_NOTIFY_EMAILS": [],
     "REVIEW_BASE_URL": None,
+    # Review at team scale (the admin's queue):
+    #   CLAIM_SECONDS: a reviewer's claim on a Task lapses after this long.
+    #   APPROVALS: {tool name: approvals needed}; 2 = four eyes (two different
+    #     reviewers approve before the run resumes). Tools not named need one.
+    #   EDIT_ARGUMENTS: reviewers may change a halted tool call's arguments
+    #     (validated against the tool's input schema) when they approve it.
+    #   REMIND_BEFORE: seconds before a Request expires that a reminder goes
+    #     to REMIND_EMAILS (None = REVIEW_NOTIFY_EMAILS); None = no reminder.
+    #   ESCALATE_AFTER: seconds after the reminder that an escalation goes to
+    #     ESCALATE_EMAILS; None = no escalation. Both also send a signal
+    #     (review_reminder, review_escalation), once, however many processes sweep.
+    "REVIEW": {
+        "CLAIM_SECONDS": 900.0,
+        "APPROVALS": {},
+        "EDIT_ARGUMENTS": True,
+        "REMIND_BEFORE": None,
+        "REMIND_EMAILS": None,
+        "ESCALATE_AFTER": None,
+        "ESCALATE_EMAILS": [],
+    },
     # How often, in seconds, a serving process sweeps: answers expired
     # Requests (ok=False, reason "expired") and recovers Tasks whose worker
     # died; 0 turns the in-process sweep off (run manage.py toolnexus_sweep).
@@ -174,7 +194,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 #: Nested dict settings whose missing keys fall back to the defaults above.
-_NESTED = ("AGENT", "TOOLKIT", "CLIENT", "ANSWERERS", "PUSH")
+_NESTED = ("AGENT", "TOOLKIT", "CLIENT", "ANSWERERS", "PUSH", "REVIEW")
 
 
 class ToolnexusSettings:

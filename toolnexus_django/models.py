@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from .stores.base import AWAITING_HUMAN_STATES, TERMINAL_STATES
+from .stores.base import AWAITING_HUMAN_STATES, DECISION_KINDS, TERMINAL_STATES
 from .strictjson import StorageJSONEncoder
 
 
@@ -315,3 +315,20 @@ class AwaitingHumanTask(TaskRecord):
         verbose_name = _("task awaiting a human")
         verbose_name_plural = _("tasks awaiting a human")
         ordering = ("-updated_at",)
+
+class DecisionManager(models.Manager["TaskDecision"]):
+    def get_queryset(self) -> models.QuerySet[TaskDecision]:
+        return super().get_queryset().filter(kind__in=sorted(DECISION_KINDS))
+
+
+class TaskDecision(TaskEvent):
+    """The decisions people (and expiry) made on Tasks: answers, claims,
+    releases, first approvals, expiries — the admin's list across Tasks."""
+
+    objects = DecisionManager()  # type: ignore[misc]
+
+    class Meta:
+        proxy = True
+        verbose_name = _("review decision")
+        verbose_name_plural = _("review decisions")
+        ordering = ("-at", "-id")

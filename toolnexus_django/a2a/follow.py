@@ -160,7 +160,10 @@ def position_of(last_event_id: str | None) -> Position | None:
 
 def event_messages(event: Event, task: Task, dialect: Dialect, skip: int = 0) -> Iterator[Message]:
     """The SSE messages of one event: an artifact update per artifact it
-    added (from the Task: artifacts never change once added), then its status."""
+    added (from the Task: artifacts never change once added), then its status.
+    A reviewer's move (:data:`~..lifecycle.states.UNSEEN`) sends nothing."""
+    if event.kind in states.UNSEEN:
+        return
     artifacts = {a.get("artifactId"): a for a in task.get("artifacts") or () if isinstance(a, dict)}
     for k, artifact_id in enumerate(event.artifact_ids, start=1):
         if k <= skip or artifact_id not in artifacts:
@@ -231,7 +234,7 @@ class Follower:
             skip = self.position.artifacts if event.seq == self.position.seq + 1 else 0
             out.extend(event_messages(event, task, self.dialect, skip))
             self.position = Position(event.seq)
-            if event.to_state in SETTLED:
+            if event.to_state in SETTLED and event.kind not in states.UNSEEN:
                 self.done = True
                 break
         self.last_sent = time.monotonic()

@@ -13,6 +13,7 @@ replay needs, and what tells which tool asked).
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -238,3 +239,39 @@ def halted_tool(messages: Any, style: str) -> str | None:
         return find_halt(messages, style).halted.name
     except TranscriptError:
         return None
+
+
+#: The toolnexus tool that loads a SKILL.md skill (its ``name`` argument).
+SKILL_TOOL = "skill"
+
+
+def last_skill(messages: Any, style: str) -> str | None:
+    """The skill the run loaded last (its call of toolnexus's ``skill`` tool)."""
+    for turn in reversed(turns(messages, style)):
+        for call in reversed(turn.calls):
+            if call.name == SKILL_TOOL and isinstance(call.arguments.get("name"), str):
+                return str(call.arguments["name"])
+    return None
+
+
+def with_arguments(messages: Any, style: str, call_id: str, arguments: dict[str, Any]) -> Any:
+    """A copy of ``messages`` in which the tool call ``call_id`` has
+    ``arguments`` (a reviewer's edit): the resumed run executes them, and the
+    model reads the call it made as the one that ran."""
+    out = copy.deepcopy(messages)
+    for message in out if isinstance(out, list) else ():
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        if style == "anthropic":
+            for block in message.get("content") or ():
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    if block.get("id") == call_id:
+                        block["input"] = copy.deepcopy(arguments)
+                        return out
+        else:
+            for call in message.get("tool_calls") or ():
+                if isinstance(call, dict) and call.get("id") == call_id:
+                    function = call.setdefault("function", {})
+                    function["arguments"] = json.dumps(arguments, ensure_ascii=False)
+                    return out
+    raise TranscriptError(f"the transcript has no tool call {call_id!r}")

@@ -227,13 +227,24 @@ def fail_unstarted(task_id: str, store: TaskStore, exc: BaseException) -> str:
     return state_of(failed.task)
 
 
+def halted_tool_of(transcript: Any, style: str) -> Any:
+    """The toolkit's Tool whose Request halted the run (its input schema is
+    what a reviewer's edit is checked against), if this process has it."""
+    from ..agent.transcript import halted_tool
+
+    name = halted_tool(transcript, style)
+    toolkit = getattr(get_runtime(), "toolkit", None) if name else None
+    return toolkit.get(name) if toolkit is not None and name else None
+
+
 def outcome_move(result: Any, style: str, failure: str | None) -> Callable[..., Any]:
     """The lifecycle move a finished run makes from the Task's version."""
     if failure is not None:
         return lambda store, task: lifecycle.fail(store, task, failure)
     if result.status == "pending" and result.pending is not None:
+        tool = halted_tool_of(result.messages, style)
         return lambda store, task: lifecycle.suspend(
-            store, task, result.pending, transcript=result.messages, style=style
+            store, task, result.pending, transcript=result.messages, style=style, tool=tool
         )
     if result.status == "incomplete":
         reason = f"The run stopped at its {result.limit or 'turn'} limit without a final answer"

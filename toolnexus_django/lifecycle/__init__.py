@@ -13,6 +13,9 @@ module                  holds
 :mod:`.verbs`           a run's moves: submit, claim, start_resume, renew,
                         suspend, complete, fail, release, requeue, give_up
 :mod:`.answers`         a person's moves: answer, expire, cancel
+:mod:`.reviewing`       reviewers' moves on a waiting Task: claim, release,
+                        a first approval (four eyes); reminder marks
+:mod:`.edits`           edit, then approve: a reviewer's arguments for the call
 :mod:`.moves`           what every move shares (legality, compare-and-set, event)
 :mod:`.events`          the event each move records
 :mod:`.requests`        who may answer a Request, what an answer must look like
@@ -29,6 +32,14 @@ from .moves import Moved, interrupted_message
 from .private import Lease, Private, legacy_audit, owner_of, phase_of, read, write
 from .public import public_task
 from .requests import ANSWER_PERMISSION, DECISIONS, AnswerRefused
+from .reviewing import (
+    approvals_needed,
+    approvals_of,
+    claim_of,
+    claim_review,
+    mark_sent,
+    release_review,
+)
 from .states import AWAITING_HUMAN, SETTLED, TERMINAL, IllegalMove
 from .verbs import (
     claim,
@@ -56,19 +67,25 @@ __all__ = [
     "Moved",
     "Private",
     "answer",
+    "approvals_needed",
+    "approvals_of",
     "cancel",
     "claim",
+    "claim_of",
+    "claim_review",
     "complete",
     "expire",
     "fail",
     "give_up",
     "interrupted_message",
     "legacy_audit",
+    "mark_sent",
     "owner_of",
     "phase_of",
     "public_task",
     "read",
     "release",
+    "release_review",
     "renew",
     "requeue",
     "start_resume",

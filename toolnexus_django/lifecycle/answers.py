@@ -17,6 +17,7 @@ from toolnexus import Answer
 from ..stores import TaskStore
 from ..stores.base import Task, state_of
 from . import states
+from .edits import edited_transcript
 from .events import SYSTEM, USER
 from .moves import CANCELED_TEXT, Moved, append_history, begin, commit, set_status
 from .private import read
@@ -35,6 +36,7 @@ from .requests import (
 from .requests import (
     SYSTEM as SYSTEM_ROLE,
 )
+from .reviewing import approvals_needed, approvals_of, first_approval
 
 # -- a person's moves --------------------------------------------------------------------------
 
@@ -81,6 +83,7 @@ def answer(
     comment: str = "",
     via: str = "admin",
     message: dict[str, Any] | None = None,
+    arguments: dict[str, Any] | None = None,
 ) -> Moved:
     """Take ``given`` for the waiting ``task``: ``working`` with the answer
     waiting to be resumed. Raises :class:`AnswerRefused`, changing nothing,
@@ -90,7 +93,12 @@ def answer(
 
     ``role``: ``"reviewer"`` (with ``user``, that user must hold the
     ``answer_task`` permission), ``"requester"`` or ``"system"`` (expiry).
-    ``message`` (an A2A user message) joins the history."""
+    ``message`` (an A2A user message) joins the history. ``arguments``: a
+    reviewer's edit of the halted tool call's arguments, approved with it
+    (:func:`.edits.edited_transcript`). A tool that needs more than one
+    approval (``REVIEW["APPROVALS"]``) keeps waiting until that many
+    different reviewers approved: the move returned is then a
+    ``review_approval``, the Task still waiting."""
     if decision not in DECISIONS:
         raise ValueError(f"unknown decision {decision!r}")
     if role not in ROLES:
@@ -113,8 +121,9 @@ def answer(
             f"{pending.get('id')!r}.",
             task=task,
         )
+    tool = tool_that_halted(private.transcript, private.style or "")
     if role != SYSTEM_ROLE:
-        allowed = answerers_for(pending, tool_that_halted(private.transcript, private.style or ""))
+        allowed = answerers_for(pending, tool)
         if role not in allowed:
             raise AnswerRefused("not-allowed", not_allowed_message(allowed), task=task)
     violations = check_answer_data(pending, given)
@@ -126,8 +135,25 @@ def answer(
             task=task,
             violations=violations,
         )
+    edit = None
+    if arguments is not None:
+        edit = edited_transcript(private, pending, given, arguments, role=role)
+    needed = approvals_needed(tool) if given.ok else 1
+    approvers: list[str] = []
+    if needed > 1:
+        approvers = _check_approver(task, needed, role, actor, edit is not None)
+        if len(approvers) < needed:
+            moved = first_approval(
+                store, task, reviewer=str(actor), comment=comment, needed=needed, via=via
+            )
+            if moved is None:
+                raise _refuse_not_waiting(store, store.get(task["id"]) or task, pending.get("id"))
+            return moved
     kind = "expire" if decision == "expire" else "answer"
     new, private = begin(task, kind)
+    private.review = None
+    if edit is not None:
+        private.transcript = edit.transcript
     question = (task.get("status") or {}).get("message")
     set_status(new, states.WORKING)
     # The agent's question leaves the status for the history (as A2A's own
@@ -145,6 +171,10 @@ def answer(
         "request": pending.get("id"),
         "kind": pending.get("kind"),
     }
+    if edit is not None:
+        detail["arguments"] = {"before": edit.before, "after": edit.after}
+    if approvers:
+        detail["approvers"] = approvers
     actor_kind = SYSTEM if role == SYSTEM_ROLE else USER
     moved = commit(
         store, task, new, private, kind, actor=actor, actor_kind=actor_kind, via=via, detail=detail
@@ -152,6 +182,32 @@ def answer(
     if moved is None:
         raise _refuse_not_waiting(store, store.get(task["id"]) or task, pending.get("id"))
     return moved
+
+
+def _check_approver(
+    task: Task, needed: int, role: str, actor: str | None, editing: bool
+) -> list[str]:
+    """The approvers of a four-eyes Request once ``actor``'s approval counts;
+    refuses an approval that cannot count."""
+    if role != REVIEWER or not actor:
+        raise AnswerRefused(
+            "not-allowed", f"This request needs {needed} reviewers' approvals.", task=task
+        )
+    earlier = [str(a.get("by")) for a in approvals_of(task)]
+    if actor in earlier:
+        raise AnswerRefused(
+            "already-approved",
+            f"You already approved this request; it needs {needed} different reviewers.",
+            task=task,
+        )
+    if editing:
+        raise AnswerRefused(
+            "invalid",
+            "The arguments of a call that needs several approvals cannot be edited: "
+            "every reviewer must approve the same call.",
+            task=task,
+        )
+    return [*earlier, actor]
 
 
 #: The outcome a decision shows on the wire (``metadata.requests``).

@@ -15,6 +15,13 @@ input          ``{"text": ...}``: the message the run starts from    submit
 phase          queued | running | answered | resuming | waiting      every move
 pending        the Request the run waits on (toolnexus ``Request``)  suspend
 transcript     the messages to resume from; ``style`` their shape    suspend
+halt           the halted tool: ``{"tool", "source", "schema",       suspend
+               "skill"}`` (its input schema; the skill the run
+               loaded last), for the review queue's filters and
+               the edit form
+review         reviewers on the waiting Request: ``{"claim": {"by",  review_*,
+               "at"}, "approvals": [{"by", "at", "comment"}],        remind,
+               "reminded", "escalated"}``                            escalate
 answer         the Answer taken, until the resumed run ends          answer
 lease          ``{"owner", "until"}``: which worker, until when      claim, renew
 worker         who ran it last (kept after the lease)                claim
@@ -51,6 +58,8 @@ _KNOWN = (
     "pending",
     "transcript",
     "style",
+    "halt",
+    "review",
     "answer",
     "resuming",
     "lease",
@@ -81,6 +90,8 @@ class Private:
     pending: dict[str, Any] | None = None
     transcript: list[dict[str, Any]] | None = None
     style: str | None = None
+    halt: dict[str, Any] | None = None
+    review: dict[str, Any] | None = None
     answer: dict[str, Any] | None = None
     lease: Lease | None = None
     worker: str | None = None
@@ -96,6 +107,7 @@ class Private:
     def drop_suspension(self) -> None:
         """Forget what only a suspended run needs."""
         self.pending = self.transcript = self.style = self.answer = None
+        self.halt = self.review = None
 
 
 def _whole(value: Any) -> int:
@@ -127,6 +139,8 @@ def read(task: Task | None) -> Private:
         pending=raw.get("pending") if isinstance(raw.get("pending"), dict) else None,
         transcript=raw.get("transcript") if isinstance(raw.get("transcript"), list) else None,
         style=raw.get("style") if isinstance(raw.get("style"), str) else None,
+        halt=raw.get("halt") if isinstance(raw.get("halt"), dict) else None,
+        review=raw.get("review") if isinstance(raw.get("review"), dict) else None,
         answer=answer if isinstance(answer, dict) else None,
         lease=Lease(str(lease.get("owner") or ""), str(lease.get("until") or ""))
         if isinstance(lease, dict)
@@ -148,8 +162,8 @@ def write(task: Task, private: Private) -> None:
     out["input"] = {"text": private.input_text}
     out["phase"] = private.phase
     for key in (
-        "pending", "transcript", "style", "answer", "worker", "error", "usage", "turns",
-        "message_key",
+        "pending", "transcript", "style", "halt", "review", "answer", "worker", "error",
+        "usage", "turns", "message_key",
     ):  # fmt: skip
         value = getattr(private, key)
         if value is not None:

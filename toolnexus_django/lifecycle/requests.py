@@ -49,8 +49,11 @@ class AnswerRefused(Exception):
     """The answer was not taken; nothing changed. ``reason`` is one of
     ``not-found``, ``not-waiting``, ``wrong-request``, ``already-answered``,
     ``not-permitted`` (a reviewer without the permission), ``not-allowed``
-    (this role may not answer this Request) or ``invalid`` (the data breaks
-    the Request's schema: ``violations`` says how)."""
+    (this role may not answer this Request), ``invalid`` (the data breaks
+    the Request's schema: ``violations`` says how), ``already-approved`` (a
+    four-eyes Request this reviewer approved already), or, for reviewers'
+    claims, ``claimed`` (another reviewer holds it), ``not-claimed`` and
+    ``changed`` (the Task moved meanwhile)."""
 
     def __init__(
         self,

@@ -73,7 +73,19 @@ MOVES: dict[str, frozenset[str]] = {
     # A lapsed lease; or an answered Task whose resume was never taken.
     "requeue": LEASED | {ANSWERED},
     "give_up": LEASED,
+    # A reviewer's moves on a waiting Task: they change who holds it (or how
+    # many approvals it has) but not its public state, so they are never sent
+    # on the wire (UNSEEN).
+    "review_claim": frozenset({WAITING}),
+    "review_release": frozenset({WAITING}),
+    "review_approval": frozenset({WAITING}),
+    "remind": frozenset({WAITING}),
+    "escalate": frozenset({WAITING}),
 }
+
+#: Moves recorded in the event log that streams and push notifications skip:
+#: the Task's public side is as it was.
+UNSEEN = frozenset({"review_claim", "review_release", "review_approval", "remind", "escalate"})
 
 
 def default_phase(state: str) -> str:

@@ -15,6 +15,7 @@ import dataclasses
 import logging
 from typing import Any
 
+from ..agent.transcript import last_skill
 from ..bounds import bound_transcript, cut_text
 from ..conf import toolnexus_settings
 from ..signals import task_event
@@ -126,18 +127,20 @@ def suspend(
     *,
     transcript: list[dict[str, Any]],
     style: str,
+    tool: Any = None,
 ) -> Moved | None:
     """The run stopped on a toolnexus pending Request: ``input-required``
     (``auth-required`` for kind ``authorization``) with the prompt and what an
     answer must look like on the wire; the Request and the transcript stay
-    server-side."""
+    server-side, with the halted ``tool`` (a toolnexus ``Tool``, when the
+    toolkit has it): its name, source and input schema, for review."""
     new, private = begin(task, "suspend")
     if dataclasses.is_dataclass(request) and not isinstance(request, type):
         req = dataclasses.asdict(request)
     else:
         req = dict(request)
-    tool = tool_that_halted(transcript, style)
-    answerers = answerers_for(req, tool)
+    name = tool_that_halted(transcript, style)
+    answerers = answerers_for(req, name)
     state = states.AUTH_REQUIRED if req.get("kind") == "authorization" else states.INPUT_REQUIRED
     prompt = cut_text(str(req.get("prompt") or "Input required"), max_output_chars())
     set_status(new, state, prompt, status_parts(req, answerers))
@@ -149,10 +152,25 @@ def suspend(
         transcript, max_messages=len(transcript), max_chars=max_output_chars()
     )
     private.style = style
+    private.halt = halt_of(tool, name, transcript, style)
+    private.review = None
     return commit(
         store, task, new, private, "suspend", actor=worker, actor_kind=WORKER, via="worker",
-        detail={"request": req.get("id"), "kind": req.get("kind"), "tool": tool},
+        detail={"request": req.get("id"), "kind": req.get("kind"), "tool": name},
     )  # fmt: skip
+
+
+def halt_of(tool: Any, name: str | None, transcript: Any, style: str) -> dict[str, Any]:
+    """What the review queue knows of the halted call: the tool's name, its
+    source and input schema (when the toolkit has it), the skill the run
+    loaded last."""
+    schema = getattr(tool, "input_schema", None)
+    return {
+        "tool": name or "",
+        "source": str(getattr(tool, "source", "") or ""),
+        "schema": schema if isinstance(schema, dict) else None,
+        "skill": last_skill(transcript, style) or "",
+    }
 
 
 def complete(

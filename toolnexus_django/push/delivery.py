@@ -39,6 +39,7 @@ from ..a2a.follow import event_messages
 from ..a2a.pushconfig import keeps_configs
 from ..conf import toolnexus_settings
 from ..fulfilment.jobs import job
+from ..lifecycle import states
 from ..lifecycle.events import Event
 from ..lifecycle.public import public_status
 from ..stores import DjangoTaskStore, TaskStore, get_task_store
@@ -220,6 +221,8 @@ def notifications(row: Any, task: dict[str, Any], event: Event) -> list[tuple[st
     """(id, body) of each notification ``event`` makes in the config's dialect:
     v1.0 the StreamResponses a stream would send (artifact updates, then the
     status update); v0.3 and toolnexus the Task as the event left it."""
+    if event.kind in states.UNSEEN:
+        return []  # a reviewer's move: the Task's public side is as it was
     if row.dialect == Dialect.V10.value:
         return [(str(m.id), m.result) for m in event_messages(event, task, Dialect.V10)]
     rendered = render_task(task, Dialect.V03)

@@ -44,6 +44,7 @@ def answer_task(
     via: str = "admin",
     message: dict[str, Any] | None = None,
     store: TaskStore | None = None,
+    arguments: dict[str, Any] | None = None,
 ) -> Task:
     """Take ``answer`` for the waiting Task ``task_id``; returns the Task as
     saved (``working``). Raises :class:`AnswerRefused` and changes nothing when
@@ -54,7 +55,12 @@ def answer_task(
     ``role``: who answers — ``"reviewer"`` (the default for code on the
     server; with ``user``, that user must hold the ``answer_task``
     permission), ``"requester"`` (the Task's owner over A2A) or ``"system"``
-    (expiry). ``message`` (an A2A user message) is added to the history."""
+    (expiry). ``message`` (an A2A user message) is added to the history.
+    ``arguments``: the halted call's arguments as the reviewer edited them.
+
+    A tool that needs several approvals (``REVIEW["APPROVALS"]``) returns the
+    Task still waiting after each approval but the last; only the last one
+    resumes the run."""
     store = store or get_task_store()
     task = store.get(task_id)
     if task is None:
@@ -70,7 +76,10 @@ def answer_task(
         comment=comment,
         via=via,
         message=message,
+        arguments=arguments,
     )
+    if moved.event is None or moved.event["kind"] not in ("answer", "expire"):
+        return moved.task  # one approval of several: the Task keeps waiting
     schedule_resume(task_id, store)
     task_answered.send_robust(sender=answer_task, task_id=task_id, answer=answer, event=moved.event)
     return moved.task

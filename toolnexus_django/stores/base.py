@@ -33,6 +33,11 @@ MAX_ID_LENGTH = 255
 TERMINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
 #: States in which a run waits on a person.
 AWAITING_HUMAN_STATES = frozenset({"input-required", "auth-required"})
+#: The event kinds that are people's (and expiry's) decisions on a Task: the
+#: admin's list of review decisions across Tasks.
+DECISION_KINDS = frozenset(
+    {"answer", "expire", "cancel", "review_claim", "review_release", "review_approval"}
+)
 
 
 class DuplicateMessage(Exception):

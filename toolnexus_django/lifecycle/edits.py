@@ -1,0 +1,72 @@
+"""Edit, then approve: a reviewer changes the halted tool call's arguments.
+
+Built on toolnexus's public pieces only: the resumed run re-executes the
+halted call through ``Toolkit.execute(name, arguments, ToolContext(answer))``
+(:mod:`..agent.replay`) with the arguments it finds in the transcript, so the
+edit is the transcript's call rewritten (:func:`..agent.transcript.with_arguments`)
+— the tool runs with the edited arguments, and the model, reading on, sees
+the call that ran. The arguments are checked against the tool's input
+schema, recorded at suspension (the private ``halt``); the decision's event
+keeps both versions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from toolnexus import Answer
+
+from ..agent.transcript import TranscriptError, find_halt, with_arguments
+from ..conf import toolnexus_settings
+from ..schemas import violations_of
+from .private import Private
+from .requests import REVIEWER, AnswerRefused
+
+
+@dataclass(frozen=True)
+class Edit:
+    transcript: list[dict[str, Any]]
+    before: dict[str, Any]
+    after: dict[str, Any]
+
+
+def can_edit(private: Private) -> bool:
+    """Whether the waiting Request's call may be edited: an approval, with the
+    tool's input schema known, and ``REVIEW["EDIT_ARGUMENTS"]`` on."""
+    pending = private.pending or {}
+    halt = private.halt or {}
+    return (
+        bool(toolnexus_settings.REVIEW.get("EDIT_ARGUMENTS"))
+        and pending.get("kind") == "approval"
+        and isinstance(halt.get("schema"), dict)
+    )
+
+
+def edited_transcript(
+    private: Private, pending: dict[str, Any], given: Answer, arguments: Any, *, role: str
+) -> Edit:
+    """The transcript with the halted call's arguments replaced by ``arguments``;
+    raises :class:`AnswerRefused` when the edit cannot be taken."""
+    if role != REVIEWER or not given.ok:
+        raise AnswerRefused("invalid", "Only a reviewer approving a call can edit its arguments.")
+    if not can_edit(private):
+        raise AnswerRefused("invalid", "The arguments of this request's call cannot be edited.")
+    if not isinstance(arguments, dict):
+        raise AnswerRefused("invalid", "The edited arguments must be a JSON object.")
+    schema = (private.halt or {}).get("schema")
+    violations = violations_of(arguments, schema)
+    if violations:
+        raise AnswerRefused(
+            "invalid",
+            "The edited arguments do not match the tool's input schema: "
+            + "; ".join(f"{v['path']}: {v['message']}" for v in violations[:3]),
+            violations=violations,
+        )
+    style = private.style or "openai"
+    try:
+        halted = find_halt(private.transcript, style).halted
+        transcript = with_arguments(private.transcript, style, halted.id, arguments)
+    except TranscriptError as exc:
+        raise AnswerRefused("invalid", f"The call cannot be edited: {exc}") from None
+    return Edit(transcript, halted.arguments, arguments)

@@ -1,8 +1,10 @@
-"""The demo agent's parts: two native tools that stop for a person —
+"""The demo agent's parts: three native tools that stop for a person —
 ``file_expense`` asks a *reviewer* to approve (kind ``approval``: the
-requester can never approve its own claim), ``ask_requester`` asks the
-*requester* for missing details (kind ``input``, answered by a message with
-the taskId, or by a reviewer) — and a deterministic offline model for when
+requester can never approve its own claim), ``pay_supplier`` asks two
+different reviewers (four eyes, set in the settings' ``REVIEW``),
+``ask_requester`` asks the *requester* for missing details (kind ``input``,
+answered by a message with the taskId, or by a reviewer) — and a
+deterministic offline model for when
 no LLM_BASE_URL is set. ``file_expense`` is the app's example tool
 (:mod:`toolnexus_django.examples`), re-exported here."""
 
@@ -62,6 +64,25 @@ def _ask_requester(question: str, ctx: ToolContext | None = None) -> ToolResult 
 
 
 ask_requester = toolnexus.tool(name="ask_requester")(_ask_requester)
+
+
+def _pay_supplier(supplier: str, amount: float, ctx: ToolContext | None = None) -> ToolResult | str:
+    """Pay a supplier's invoice. Two different reviewers must approve every
+    payment (four eyes: the settings' REVIEW["APPROVALS"] says 2)."""
+    answer = ctx.answer if ctx is not None else None
+    if answer is None:
+        return toolnexus.pending(
+            kind="approval",
+            id=f"pay-{uuid.uuid4()}",
+            prompt=f"Pay {amount:.2f} to {supplier}?",
+            data={"tool": "pay_supplier", "supplier": supplier, "amount": amount},
+        )
+    if not answer.ok:
+        return f"The payment was not approved ({answer.reason or 'declined'}); nothing was paid."
+    return f"Paid {amount:.2f} to {supplier}: PAY-{uuid.uuid4().hex[:6].upper()}."
+
+
+pay_supplier = toolnexus.tool(name="pay_supplier")(_pay_supplier)
 
 _AMOUNT = re.compile(r"(\d+(?:\.\d+)?)")
 

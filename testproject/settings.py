@@ -139,7 +139,17 @@ TOOLNEXUS = {
     "TOOLKIT": {
         "skills_dir": BASE_DIR / "testproject" / "skills",
         "builtins": False,
-        "tools": ["testproject.demo.file_expense", "testproject.demo.ask_requester"],
+        "tools": [
+            "testproject.demo.file_expense",
+            "testproject.demo.ask_requester",
+            "testproject.demo.pay_supplier",
+        ],
+    },
+    # Human review: payments need two different reviewers (four eyes); expense
+    # claims one. Claims lapse after TOOLNEXUS_CLAIM_SECONDS (15 minutes).
+    "REVIEW": {
+        "APPROVALS": {"pay_supplier": 2},
+        "CLAIM_SECONDS": float(os.environ.get("TOOLNEXUS_CLAIM_SECONDS", "900")),
     },
     "CLIENT": _client,
     "TASK_BACKEND": os.environ.get("TOOLNEXUS_TASK_BACKEND") or None,

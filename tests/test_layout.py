@@ -47,6 +47,7 @@ LAYERS: list[set[str]] = [
         "checks",
         "security_checks",
         "push_checks",
+        "review_checks",
         "apps",
     },
 ]

@@ -361,9 +361,13 @@ def test_a_second_answer_is_refused_as_already_answered(
     audit = decisions_of(task_id)
     assert [e["decision"] for e in audit] == ["approve"]
 
-    # The page of a Task that no longer waits sends the reviewer to the record.
+    # The page of a Task that no longer waits stays, read-only, with the
+    # decision (issue 13: it used to send the reviewer to the raw record).
     gone = reviewer_client.get(reverse(REVIEW, args=[task_id]))
-    assert gone.status_code == 302 and gone.url == reverse(RECORD, args=[task_id])
+    assert gone.status_code == 200
+    assert gone.context["title"] == "Reviewed task" and gone.context["forms"] == {}
+    assert [(e.decision, e.actor) for e in gone.context["decisions"]] == [("approve", "rita")]
+    assert b'id="tnx-answer-form"' not in gone.content and b"tnx-approve-form" not in gone.content
 
 
 def test_two_reviewers_at_once_one_wins(

@@ -67,6 +67,7 @@ def test_suspension_records_the_halted_tool_its_schema_and_the_skill_loaded() ->
     halt = lifecycle.read(task).halt
     assert halt == {
         "tool": "file_expense",
+        "arguments": {"amount": 42.5, "description": "Taxi"},
         "source": "native",
         "schema": EXPENSE_SCHEMA,
         "skill": "",

@@ -64,11 +64,13 @@ def task_in(
     style: str = "openai",
     result: str = "done",
     context_id: str | None = None,
+    tool: Any = None,
 ) -> Task:
     """A stored Task driven by the lifecycle into ``state``: ``submitted``,
     ``working`` (claimed by :data:`WORKER`), ``input-required`` /
     ``auth-required`` (suspended on ``request``), ``completed`` (with
-    ``result``), ``failed`` or ``canceled``."""
+    ``result``), ``failed`` or ``canceled``. ``tool``: the halted toolnexus
+    Tool a suspension records (its schema is what an edit is checked against)."""
     store = store or get_task_store()
     message: dict[str, Any] = {"role": "user", "parts": [text_part(text)]}
     if context_id:
@@ -94,6 +96,7 @@ def task_in(
                 req,
                 transcript=halted_transcript() if transcript is None else transcript,
                 style=style,
+                tool=tool,
             )
         )
     if state == "completed":

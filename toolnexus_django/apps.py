@@ -26,3 +26,11 @@ class ToolnexusDjangoConfig(AppConfig):
         task_event.connect(on_task_event, dispatch_uid="toolnexus_django.push")
         if sweep not in EXTRA_SWEEPS:
             EXTRA_SWEEPS.append(sweep)
+
+        # Review: reminders and escalations of Requests nearing expiry, by
+        # each sweep (no work while REVIEW["REMIND_BEFORE"] is None).
+        from . import review_checks  # noqa: F401
+        from .review.reminders import remind_due
+
+        if remind_due not in EXTRA_SWEEPS:
+            EXTRA_SWEEPS.append(remind_due)

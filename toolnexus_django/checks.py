@@ -14,6 +14,8 @@ toolnexus_django.E007    a dotted path (factory, tool, DRF class) does not impor
 toolnexus_django.E008    TASK_BACKEND names no backend in settings.TASKS
 toolnexus_django.E009    a number setting (threads, attempts, seconds) is out of range
 toolnexus_django.E010    REVIEW_NOTIFY_EMAILS / REVIEW_BASE_URL malformed
+toolnexus_django.E011    a REVIEW value has the wrong type or range (review_checks)
+toolnexus_django.E012    REVIEW ESCALATE_AFTER without REMIND_BEFORE (review_checks)
 toolnexus_django.W001    CLIENT has no base_url or model: runs will fail
 toolnexus_django.W002    the endpoint admits anonymous callers, DEBUG off
 toolnexus_django.W003    a retired key is set (it has no effect)

@@ -316,6 +316,7 @@ class AwaitingHumanTask(TaskRecord):
         verbose_name_plural = _("tasks awaiting a human")
         ordering = ("-updated_at",)
 
+
 class DecisionManager(models.Manager["TaskDecision"]):
     def get_queryset(self) -> models.QuerySet[TaskDecision]:
         return super().get_queryset().filter(kind__in=sorted(DECISION_KINDS))

@@ -36,3 +36,15 @@ task_answered = Signal()
 #: ``from_state``, ``to_state``, ``at``, ``actor``, ``actor_kind``, ``via``,
 #: ``public``, ``private``). Sent where the move was made (a worker, a request).
 task_event = Signal()
+
+#: A waiting Task's Request expires within ``REVIEW["REMIND_BEFORE"]``
+#: seconds (``review_reminder``), and is still unanswered
+#: ``REVIEW["ESCALATE_AFTER"]`` seconds after the reminder
+#: (``review_escalation``). Each is sent once per Request, by whichever sweeping
+#: process records it first, whether or not e-mail addresses are set (so a
+#: project can send them to chat instead). Keyword arguments: ``task_id``,
+#: ``task`` (public), ``request`` (the pending Request as a dict),
+#: ``expires_at`` (an aware datetime). A receiver's exception is logged and
+#: never changes the Task.
+review_reminder = Signal()
+review_escalation = Signal()

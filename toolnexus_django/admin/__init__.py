@@ -1,9 +1,13 @@
 """Tasks in the admin: every Task read-only with its timeline
 (:mod:`.tasks`), and the human-review queue, "Tasks awaiting a human"
 (:mod:`.queue`), whose review page (:mod:`.review_page`) answers a
-suspended run; push notification configs and their deliveries
-(:mod:`.push`). What the pages show of a Task is in :mod:`.display`."""
+suspended run, with claims (:mod:`.claims`), bulk decisions (:mod:`.bulk`)
+and its filters (:mod:`.filters`); the review decisions across Tasks
+(:mod:`.decisions`), also kept in Django's admin log (:mod:`.history`); push
+notification configs and their deliveries (:mod:`.push`). What the pages show
+of a Task is in :mod:`.display`."""
 
+from .decisions import TaskDecisionAdmin
 from .display import halted_call, safe_link_url, time_left, transcript_turns
 from .push import PushConfigAdmin, PushDeliveryAdmin
 from .queue import AwaitingHumanTaskAdmin
@@ -13,6 +17,7 @@ __all__ = [
     "AwaitingHumanTaskAdmin",
     "PushConfigAdmin",
     "PushDeliveryAdmin",
+    "TaskDecisionAdmin",
     "TaskRecordAdmin",
     "halted_call",
     "safe_link_url",

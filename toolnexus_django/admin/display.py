@@ -22,9 +22,11 @@ from ..stores.base import Task
 __all__ = [
     "EventView",
     "halted_call",
+    "owner_label",
     "pretty_json",
     "private_of",
     "safe_link_url",
+    "server_side",
     "task_of",
     "time_left",
     "timeline",
@@ -32,9 +34,23 @@ __all__ = [
 ]
 
 
+def owner_label(user: Any) -> str:
+    """How a Task's owner reads on every page: the user's name, or "anonymous
+    caller" for a Task sent to an endpoint that lets anyone in."""
+    if user is None:
+        return gettext("anonymous caller")
+    return str(user.get_username())
+
+
 def task_of(obj: TaskRecord) -> Task:
     """The stored Task a row holds (public and private parts)."""
     return DjangoTaskStore.task_of(obj)
+
+
+def server_side(obj: TaskRecord) -> Task:
+    """A row's Task without its public part (which the queue defers): enough
+    for the lifecycle's readers (claims, approvals, the halt)."""
+    return DjangoTaskStore.task_of(obj, public=False)
 
 
 def private_of(obj: TaskRecord) -> lifecycle.Private:
@@ -108,6 +124,15 @@ class EventView:
     request: str
     request_kind: str
     error: str
+    #: A reviewer's edit of the call: the arguments before and after (JSON).
+    edited_from: str = ""
+    edited_to: str = ""
+    #: Four eyes: "1 of 2" on a first approval.
+    approvals: str = ""
+
+    @property
+    def edited(self) -> bool:
+        return bool(self.edited_to)
 
 
 def _view(event: dict[str, Any]) -> EventView:
@@ -133,7 +158,17 @@ def _view(event: dict[str, Any]) -> EventView:
         request=str(private.get("request") or ""),
         request_kind=str(private.get("kind") or ""),
         error=str(private.get("error") or ""),
+        edited_from=_edit(private, "before"),
+        edited_to=_edit(private, "after"),
+        approvals=f"{private.get('approvals')} of {private.get('needed')}"
+        if event.get("kind") == "review_approval"
+        else "",
     )
+
+
+def _edit(private: dict[str, Any], which: str) -> str:
+    edit = private.get("arguments")
+    return pretty_json(edit.get(which)) if isinstance(edit, dict) and which in edit else ""
 
 
 def _legacy(entry: dict[str, Any]) -> dict[str, Any]:

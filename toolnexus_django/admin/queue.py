@@ -1,9 +1,9 @@
-"""The review queue: "Tasks awaiting a human", with the review page of each
-added through :meth:`AwaitingHumanTaskAdmin.get_urls`."""
+"""The review queue: "Tasks awaiting a human", with the review page of each,
+claims, "review next" and the bulk decisions added through
+:meth:`AwaitingHumanTaskAdmin.get_urls` and its actions."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin
@@ -11,6 +11,7 @@ from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.template.loader import render_to_string
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -19,73 +20,19 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from ..models import AwaitingHumanTask, TaskState
-from . import review_page
-from .display import halted_call, private_of, time_left
+from ..models import AwaitingHumanTask
+from . import bulk, claims, review_page
+from .display import halted_call, owner_label, private_of, server_side, time_left
+from .filters import (
+    ClaimFilter,
+    ExpiryFilter,
+    KindFilter,
+    OwnerFilter,
+    SkillFilter,
+    ToolFilter,
+    WaitingStateFilter,
+)
 from .tasks import TimelineMixin, can_answer
-
-#: Request kinds the queue's filter names; any other kind is "other".
-KNOWN_KINDS = ("approval", "input", "authorization")
-
-
-class WaitingStateFilter(admin.SimpleListFilter):
-    """Only the two states the queue holds (the field's choices list all eight)."""
-
-    title = _("state")
-    parameter_name = "state"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [
-            (TaskState.INPUT_REQUIRED, TaskState.INPUT_REQUIRED.label),
-            (TaskState.AUTH_REQUIRED, TaskState.AUTH_REQUIRED.label),
-        ]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        if self.value() in (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED):
-            return queryset.filter(state=self.value())
-        return queryset
-
-
-class KindFilter(admin.SimpleListFilter):
-    title = _("request kind")
-    parameter_name = "kind"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [(kind, kind) for kind in KNOWN_KINDS] + [("other", _("other"))]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        if value in KNOWN_KINDS:
-            return queryset.filter(private__pending__kind=value)
-        if value == "other":
-            return queryset.exclude(private__pending__kind__in=KNOWN_KINDS)
-        return queryset
-
-
-class ExpiryFilter(admin.SimpleListFilter):
-    title = _("expiry")
-    parameter_name = "expiry"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [
-            ("hour", _("within an hour")),
-            ("day", _("within a day")),
-            ("expired", _("expired")),
-            ("never", _("no deadline")),
-        ]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        now = timezone.now()
-        value = self.value()
-        if value == "hour":
-            return queryset.filter(expires_at__gt=now, expires_at__lte=now + timedelta(hours=1))
-        if value == "day":
-            return queryset.filter(expires_at__gt=now, expires_at__lte=now + timedelta(days=1))
-        if value == "expired":
-            return queryset.filter(expires_at__lte=now)
-        if value == "never":
-            return queryset.filter(expires_at__isnull=True)
-        return queryset
 
 
 class ReviewChangeList(ChangeList):
@@ -99,14 +46,21 @@ class ReviewChangeList(ChangeList):
 class AwaitingHumanTaskAdmin(TimelineMixin, admin.ModelAdmin):
     """The review queue: Tasks in ``input-required`` / ``auth-required``."""
 
-    list_display = ("task_link", "asks", "tool_call", "who", "waiting", "expires")
+    list_display = ("task_link", "asks", "tool_call", "review", "who", "expires")
     list_display_links = None
-    list_filter = (WaitingStateFilter, KindFilter, ExpiryFilter)
-    search_fields = ("id", "context_id", "private__pending__prompt", "private__input__text")
+    list_filter = (
+        WaitingStateFilter, KindFilter, ToolFilter, SkillFilter, OwnerFilter, ClaimFilter,
+        ExpiryFilter,
+    )  # fmt: skip
+    # The prompt, the tool's name and its arguments, the original request, ids.
+    search_fields = (
+        "id", "context_id", "private__pending__prompt", "private__input__text",
+        "private__halt__tool", "private__halt__arguments",
+    )  # fmt: skip
     list_select_related = ("owner",)
     show_full_result_count = False
     ordering = ("-updated_at",)
-    actions = None
+    actions = ("approve_selected", "decline_selected")
     # The read-only page of a queued Task (its review page is review_url's).
     readonly_fields = ("id", "state", "context_id", "owner", "updated_at", "timeline")
     fields = readonly_fields
@@ -114,16 +68,28 @@ class AwaitingHumanTaskAdmin(TimelineMixin, admin.ModelAdmin):
 
     def get_urls(self) -> list[URLPattern]:
         info = f"{self.opts.app_label}_{self.opts.model_name}"
-        review = path(
-            "<path:object_id>/review/",
-            self.admin_site.admin_view(self.review_view),
-            name=f"{info}_review",
-        )
-        return [review, *super().get_urls()]
+        view = self.admin_site.admin_view
+        return [
+            path("next/", view(self.next_view), name=f"{info}_next"),
+            path("<path:object_id>/review/", view(self.review_view), name=f"{info}_review"),
+            path("<path:object_id>/claim/", view(self.claim_view), name=f"{info}_claim"),
+            path("<path:object_id>/release/", view(self.release_view), name=f"{info}_release"),
+            *super().get_urls(),
+        ]
 
     def review_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The review page: GET shows the Task; POST answers it."""
         return review_page.respond(self, request, object_id)
+
+    def claim_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return claims.claim(self, request, object_id)
+
+    def release_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return claims.release(self, request, object_id)
+
+    def next_view(self, request: HttpRequest) -> HttpResponse:
+        """The next Task nobody else holds, in the queue's order."""
+        return claims.review_next(self, request, request.GET.get("after"))
 
     def review_url(self, obj: Any) -> str:
         return reverse(
@@ -139,6 +105,19 @@ class AwaitingHumanTaskAdmin(TimelineMixin, admin.ModelAdmin):
     ) -> HttpResponse:
         extra = {"title": gettext("Tasks awaiting a human"), **(extra_context or {})}
         return super().changelist_view(request, extra)
+
+    # -- bulk decisions (permission-checked: answering needs answer_task) --
+
+    @admin.action(description=_("Approve selected tasks"), permissions=["answer"])
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> Any:
+        return bulk.decide(self, request, queryset, "approve")
+
+    @admin.action(description=_("Decline selected tasks"), permissions=["answer"])
+    def decline_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> Any:
+        return bulk.decide(self, request, queryset, "decline")
+
+    def has_answer_permission(self, request: HttpRequest) -> bool:
+        return can_answer(request)
 
     # Reading: the dedicated permission implies seeing the queue.
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -163,10 +142,11 @@ class AwaitingHumanTaskAdmin(TimelineMixin, admin.ModelAdmin):
     def task_link(self, obj: AwaitingHumanTask) -> str:
         moment = timezone.localtime(obj.updated_at)
         return format_html(
-            '<a href="{}">{}</a><br><span class="quiet">{}</span>',
+            '<a href="{}">{}</a><br><span class="quiet" title="{}">{}</span>',
             self.review_url(obj),
-            moment.strftime("%Y-%m-%d %H:%M:%S"),
-            Truncator(obj.pk).chars(13),
+            moment.strftime("%Y-%m-%d %H:%M"),
+            obj.pk,
+            gettext("waiting %(time)s") % {"time": timesince(obj.updated_at)},
         )
 
     @admin.display(description=_("asks"))
@@ -175,7 +155,7 @@ class AwaitingHumanTaskAdmin(TimelineMixin, admin.ModelAdmin):
         return format_html(
             "<strong>{}</strong><br>{}",
             str(pending.get("kind") or "?"),
-            Truncator(str(pending.get("prompt") or "")).chars(100),
+            Truncator(str(pending.get("prompt") or "")).chars(90),
         )
 
     @admin.display(description=_("tool call"))
@@ -187,12 +167,20 @@ class AwaitingHumanTaskAdmin(TimelineMixin, admin.ModelAdmin):
         return format_html(
             "<code>{}</code><br><code class='quiet'>{}</code>",
             call.name,
-            Truncator(call.args_inline).chars(80),
+            Truncator(call.args_inline).chars(60),
+        )
+
+    @admin.display(description=_("review"))
+    def review(self, obj: AwaitingHumanTask) -> str:
+        """Who holds the Task, and for four eyes how many approved."""
+        return render_to_string(
+            "admin/toolnexus_django/includes/review_state.html",
+            claims.review_state(server_side(obj)),
         )
 
     @admin.display(description=_("owner / conversation"))
     def who(self, obj: AwaitingHumanTask) -> str:
-        owner = obj.owner.get_username() if obj.owner is not None else gettext("anonymous")
+        owner = owner_label(obj.owner)
         if not obj.context_id:
             return owner
         conversation = reverse(f"{self.admin_site.name}:toolnexus_django_taskrecord_changelist")
@@ -204,10 +192,6 @@ class AwaitingHumanTaskAdmin(TimelineMixin, admin.ModelAdmin):
             gettext("All tasks of this conversation"),
             Truncator(obj.context_id).chars(13),
         )
-
-    @admin.display(description=_("waiting for"))
-    def waiting(self, obj: AwaitingHumanTask) -> str:
-        return timesince(obj.updated_at)
 
     @admin.display(description=_("expires"), ordering="expires_at")
     def expires(self, obj: AwaitingHumanTask) -> str:

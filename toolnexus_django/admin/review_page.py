@@ -1,46 +1,36 @@
-"""The review page of a Task that waits on a person: what it asks, the
-transcript up to the halt, the timeline, and one form per way of answering.
+"""The review page of a Task that waits on a person: GET shows it
+(:mod:`.review_context`), POST answers it — approve, edit then approve,
+reply, decline, or record a sign-in — and goes back to the queue or on to the
+next Task ("Answer and review next").
 
 Answers go through :func:`toolnexus_django.review.answer_task` only; the run
-resumes in the background, never in the admin request.
+resumes in the background, never in the admin request. A Task another
+reviewer holds is answered only once the reviewer confirms.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from django import forms
 from django.contrib import messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.text import Truncator
 from django.utils.translation import gettext
+from toolnexus import Answer
 
+from .. import lifecycle
 from ..lifecycle.requests import already_answered
 from ..models import AwaitingHumanTask, TaskRecord, TaskState
 from ..review import AnswerRefused, answer_task
-from ..review.forms import (
-    ApproveForm,
-    AuthorizationForm,
-    DeclineForm,
-    JsonReplyForm,
-    SchemaNotSupported,
-    schema_form_class,
-)
+from ..review.claims import holder, reviewer_name
 from ..stores import DjangoTaskStore
-from .display import (
-    halted_call,
-    parse_time,
-    pretty_json,
-    private_of,
-    safe_link_url,
-    time_left,
-    timeline,
-    transcript_turns,
-)
+from .claims import next_task_id
+from .display import task_of
+from .history import decision_message, log_decision
+from .review_context import answer_forms, record_url, render, was_reviewed
 from .tasks import can_answer
 
 if TYPE_CHECKING:
@@ -49,6 +39,7 @@ if TYPE_CHECKING:
 #: Which decision each answer form records.
 FORM_DECISIONS = {
     "approve": "approve",
+    "edit": "approve",
     "decline": "decline",
     "reply": "reply",
     "authorize": "authorize",
@@ -69,44 +60,22 @@ def respond(admin: AwaitingHumanTaskAdmin, request: HttpRequest, object_id: str)
         return _gone(admin, request, task_id)
     if not admin.has_view_permission(request, obj):
         raise PermissionDenied
-    pending = private_of(obj).pending or {}
-    return _render(admin, request, obj, answer_forms(pending))
-
-
-def answer_forms(
-    pending: dict[str, Any], action: str | None = None, data: Any = None
-) -> dict[str, forms.Form]:
-    """The forms that answer ``pending``, keyed by action; the one named
-    ``action`` is bound to ``data``."""
-
-    def bound(name: str) -> Any:
-        return data if name == action else None
-
-    if pending.get("kind") == "authorization":
-        return {"authorize": AuthorizationForm(bound("authorize"), prefix="authorize")}
-    reply_class: type[forms.Form] = JsonReplyForm
-    request_data = pending.get("data")
-    schema = request_data.get("schema") if isinstance(request_data, dict) else None
-    if schema is not None:
-        try:
-            reply_class = schema_form_class(schema)
-        except SchemaNotSupported:
-            reply_class = JsonReplyForm
-    return {
-        "approve": ApproveForm(bound("approve"), prefix="approve"),
-        "decline": DeclineForm(bound("decline"), prefix="decline"),
-        "reply": reply_class(bound("reply"), prefix="reply"),
-    }
+    return render(admin, request, obj, answer_forms(lifecycle.read(task_of(obj))))
 
 
 def _queue_url(admin: AwaitingHumanTaskAdmin) -> str:
     return reverse(f"{admin.admin_site.name}:toolnexus_django_awaitinghumantask_changelist")
 
 
-def _record_url(admin: AwaitingHumanTaskAdmin, obj: TaskRecord) -> str:
+def _review_url(admin: AwaitingHumanTaskAdmin, task_id: str) -> str:
     return reverse(
-        f"{admin.admin_site.name}:toolnexus_django_taskrecord_change", args=[quote(obj.pk)]
+        f"{admin.admin_site.name}:toolnexus_django_awaitinghumantask_review",
+        args=[quote(task_id)],
     )
+
+
+def _proxy(task_id: str, fallback: TaskRecord) -> TaskRecord:
+    return AwaitingHumanTask.objects.filter(pk=task_id).select_related("owner").first() or fallback
 
 
 def _answer(admin: AwaitingHumanTaskAdmin, request: HttpRequest, task_id: str) -> HttpResponse:
@@ -118,46 +87,87 @@ def _answer(admin: AwaitingHumanTaskAdmin, request: HttpRequest, task_id: str) -
     if obj is None:
         admin.message_user(request, gettext("Task not found."), messages.ERROR)
         return HttpResponseRedirect(_queue_url(admin))
-    pending = private_of(obj).pending or {}
+    task = task_of(obj)
+    private = lifecycle.read(task)
+    pending = private.pending or {}
     if obj.state not in WAITING or pending.get("id") != request_id:
         return _refused(admin, request, obj, request_id, None)
-    forms_by_action = answer_forms(pending, action, request.POST)
+    forms_by_action = answer_forms(private, action, request.POST)
     form = forms_by_action.get(action)
     if form is None:  # e.g. "approve" posted to an authorization request
         return HttpResponseBadRequest("This request cannot be answered that way.")
     if not form.is_valid():
-        proxy = AwaitingHumanTask.objects.filter(pk=task_id).select_related("owner").first()
-        return _render(admin, request, proxy or obj, forms_by_action)
+        return render(admin, request, _proxy(task_id, obj), forms_by_action)
+    held = holder(task)
+    if held is not None and held["by"] != reviewer_name(request.user):
+        if request.POST.get("_confirm_claimed") != "1":
+            # Another reviewer is on it: say so, and answer only if asked again.
+            admin.message_user(
+                request,
+                gettext(
+                    "This task is being reviewed by %(name)s. Tick “Answer anyway” to answer it."
+                )
+                % {"name": held["by"]},
+                messages.WARNING,
+            )
+            return render(admin, request, _proxy(task_id, obj), forms_by_action, confirm_claim=True)
+    decision = FORM_DECISIONS[action]
     try:
-        answer_task(
+        saved = answer_task(
             obj.pk,
-            form.to_answer(request_id),  # type: ignore[attr-defined]
-            decision=FORM_DECISIONS[action],
+            form.to_answer(request_id) if action != "edit" else _approval(request_id),  # type: ignore[attr-defined]
+            decision=decision,
             role="reviewer",
             user=request.user,
             comment=form.comment,  # type: ignore[attr-defined]
             via="admin",
+            arguments=form.answer_data() if action == "edit" else None,  # type: ignore[attr-defined]
         )
     except AnswerRefused as exc:
         if exc.reason == "invalid":
             # The schema check is the server's word, whatever the form allowed.
-            for violation in exc.violations:
+            for violation in exc.violations or [{"path": "", "message": str(exc)}]:
                 where = violation["path"] or gettext("the answer")
                 form.add_error(None, f"{where}: {violation['message']}")
-            proxy = AwaitingHumanTask.objects.filter(pk=task_id).select_related("owner").first()
-            return _render(admin, request, proxy or obj, forms_by_action)
+            return render(admin, request, _proxy(task_id, obj), forms_by_action)
+        if exc.reason == "already-approved":
+            admin.message_user(request, str(exc), messages.WARNING)
+            return HttpResponseRedirect(_review_url(admin, task_id))
         fresh = TaskRecord.objects.filter(pk=task_id).first()
         return _refused(admin, request, fresh or obj, request_id, exc)
-    admin.message_user(
-        request,
-        gettext("Answered “%(prompt)s” (%(decision)s); the task resumes in the background.")
-        % {
-            "prompt": Truncator(str(pending.get("prompt") or obj.pk)).chars(80),
-            "decision": FORM_DECISIONS[action],
-        },
-        messages.SUCCESS,
-    )
+    prompt = pending.get("prompt") or obj.pk
+    still_waiting = lifecycle.phase_of(saved) == lifecycle.states.WAITING
+    logged = "first_approval" if still_waiting else ("edit" if action == "edit" else decision)
+    said = decision_message(logged, prompt, comment=form.comment)  # type: ignore[attr-defined]
+    if action == "edit":
+        said += " " + gettext("(with edited arguments)")
+    log_decision(request.user, [obj.pk], said)
+    if still_waiting:
+        admin.message_user(
+            request,
+            gettext("Your approval of “%(prompt)s” counts; another reviewer must approve it too.")
+            % {"prompt": Truncator(str(prompt)).chars(80)},
+            messages.SUCCESS,
+        )
+    else:
+        admin.message_user(
+            request,
+            gettext("Answered “%(prompt)s” (%(decision)s); the task resumes in the background.")
+            % {"prompt": Truncator(str(prompt)).chars(80), "decision": decision},
+            messages.SUCCESS,
+        )
+    if request.POST.get("_next") == "1":
+        found = next_task_id(request, after=obj.pk)
+        if found is not None:
+            return HttpResponseRedirect(_review_url(admin, found))
+        admin.message_user(
+            request, gettext("No other task is waiting for a reviewer."), messages.INFO
+        )
     return HttpResponseRedirect(_queue_url(admin))
+
+
+def _approval(request_id: str) -> Answer:
+    return Answer(id=request_id, ok=True, data=None, reason=None)
 
 
 def _refused(
@@ -172,7 +182,7 @@ def _refused(
         admin.message_user(request, str(exc), messages.ERROR)
         return HttpResponseRedirect(_queue_url(admin))
     admin.message_user(request, refusal_message(obj, request_id, exc), messages.ERROR)
-    return HttpResponseRedirect(_record_url(admin, obj))
+    return HttpResponseRedirect(record_url(admin, obj))
 
 
 def refusal_message(task: TaskRecord, request_id: str, exc: AnswerRefused | None) -> str:
@@ -197,8 +207,9 @@ def refusal_message(task: TaskRecord, request_id: str, exc: AnswerRefused | None
 
 
 def _gone(admin: AwaitingHumanTaskAdmin, request: HttpRequest, task_id: str) -> HttpResponse:
-    """GET for a Task that no longer waits: show it read-only instead."""
-    obj = TaskRecord.objects.filter(pk=task_id).first()
+    """GET for a Task that no longer waits: its review read-only, if it had
+    one; the stored Task otherwise."""
+    obj = TaskRecord.objects.filter(pk=task_id).select_related("owner").first()
     if obj is None:
         admin.message_user(
             request,
@@ -206,70 +217,12 @@ def _gone(admin: AwaitingHumanTaskAdmin, request: HttpRequest, task_id: str) -> 
             messages.WARNING,
         )
         return HttpResponseRedirect(_queue_url(admin))
+    if was_reviewed(obj) and admin.has_view_permission(request):
+        return render(admin, request, obj, {})
     admin.message_user(
         request,
         gettext("This task is %(state)s: it is not waiting for a person any more.")
         % {"state": obj.state},
         messages.INFO,
     )
-    return HttpResponseRedirect(_record_url(admin, obj))
-
-
-def _render(
-    admin: AwaitingHumanTaskAdmin,
-    request: HttpRequest,
-    obj: TaskRecord,
-    forms_by_action: dict[str, forms.Form],
-) -> HttpResponse:
-    private = private_of(obj)
-    pending = private.pending or {}
-    style = private.style or "openai"
-    turns = transcript_turns(private.transcript, style)
-    request_data = pending.get("data")
-    data_shown: Any = None
-    schema: Any = None
-    if isinstance(request_data, dict):
-        schema = request_data.get("schema")
-        rest = {k: v for k, v in request_data.items() if k != "schema"}
-        data_shown = pretty_json(rest) if rest else None
-    elif request_data is not None:
-        data_shown = pretty_json(request_data)
-    schema_note = None
-    if schema is not None and "reply" in forms_by_action:
-        try:
-            schema_form_class(schema)
-        except SchemaNotSupported as exc:
-            schema_note = str(exc)
-    expires = parse_time(pending.get("expiresAt"))
-    answering = can_answer(request)
-    context = {
-        **admin.admin_site.each_context(request),
-        "opts": admin.opts,
-        "title": gettext("Review task"),
-        "subtitle": str(obj.pk),
-        "original": obj,
-        "task_id": obj.pk,
-        "input_text": private.input_text,
-        "pending": pending,
-        "request_data_json": data_shown,
-        "schema_json": pretty_json(schema) if schema is not None else None,
-        "schema_note": schema_note,
-        "auth_url": safe_link_url(pending.get("url"))
-        if pending.get("kind") == "authorization"
-        else None,
-        "expires_at": expires,
-        "time_left": time_left(expires),
-        "call": halted_call(private.transcript, style),
-        "system_turns": [t for t in turns if t.role == "system"],
-        "turns": [t for t in turns if t.role != "system"],
-        "style": style,
-        "owner": obj.owner.get_username() if obj.owner is not None else None,
-        "events": timeline(obj),
-        "can_answer": answering,
-        "forms": forms_by_action if answering else {},
-        "has_errors": any(f.is_bound and f.errors for f in forms_by_action.values()),
-        "record_url": _record_url(admin, obj),
-        "has_view_permission": True,
-    }
-    request.current_app = admin.admin_site.name
-    return TemplateResponse(request, admin.review_template, context)
+    return HttpResponseRedirect(record_url(admin, obj))

@@ -16,9 +16,10 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from .. import lifecycle
 from ..lifecycle.requests import ANSWER_PERMISSION
 from ..models import TaskRecord, TaskState
-from .display import timeline
+from .display import owner_label, task_of, timeline
 from .push import can_view_push, task_section
 
 
@@ -38,7 +39,7 @@ class TimelineMixin:
 
 @admin.register(TaskRecord)
 class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
-    list_display = ("id", "state", "context_id", "owner", "created_at", "updated_at")
+    list_display = ("id", "state", "context_id", "owner_name", "created_at", "updated_at")
     list_filter = ("state", "created_at", "updated_at")
     search_fields = ("id", "context_id")
     date_hierarchy = "created_at"
@@ -49,7 +50,7 @@ class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
         "state",
         "review_link",
         "context_id",
-        "owner",
+        "owner_name",
         "created_at",
         "updated_at",
         "timeline",
@@ -57,29 +58,78 @@ class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
         "task_json",
         "private_json",
     )
-    fields = readonly_fields
+    # Each section says what its fields mean, for someone new to A2A.
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": ("id", "state", "review_link", "context_id", "owner_name",
+                           "created_at", "updated_at"),
+                "description": _(
+                    "A task is one request a peer sent to the agent. Its state is A2A's; "
+                    "the context id groups the tasks of one conversation; the owner is the "
+                    "user whose credentials sent it."
+                ),
+            },
+        ),
+        (
+            _("What happened"),
+            {
+                "fields": ("timeline",),
+                "description": _(
+                    "Every move of the task, oldest first: who or what made it (a user, a "
+                    "worker, the system), from which state to which, and any decision."
+                ),
+            },
+        ),
+        (
+            _("Push notifications"),
+            {
+                "fields": ("push_notifications",),
+                "description": _("Where the task's changes are pushed, and how that went."),
+            },
+        ),
+        (
+            _("Stored data"),
+            {
+                "fields": ("task_json", "private_json"),
+                "description": _(
+                    "The task exactly as peers read it, and the server-side part (the "
+                    "transcript, the pending request, the lease) that never leaves the server."
+                ),
+            },
+        ),
+    )  # fmt: skip
 
-    @admin.display(description=_("review"))
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        if can_view_push(request):
+            return self.fieldsets
+        return [fs for fs in self.fieldsets if "push_notifications" not in fs[1]["fields"]]
+
+    @admin.display(description=_("human review"))
     def review_link(self, obj: TaskRecord) -> str:
-        if obj.state not in (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED):
-            return "-"
+        """Where a person answers (or answered) what the run asked."""
         url = reverse(
             f"{self.admin_site.name}:toolnexus_django_awaitinghumantask_review",
             args=[quote(obj.pk)],
         )
-        return format_html('<a href="{}">{}</a>', url, gettext("Answer it in the review queue"))
+        if obj.state in (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED):
+            return format_html('<a href="{}">{}</a>', url, gettext("Answer it in the review queue"))
+        if lifecycle.read(task_of(obj)).reviewed is not None:
+            return format_html(
+                '<a href="{}">{}</a>', url, gettext("Read its review: what was asked and decided")
+            )
+        return gettext("None: this task never stopped to ask a person.")
+
+    @admin.display(description=_("owner"), ordering="owner")
+    def owner_name(self, obj: TaskRecord) -> str:
+        return owner_label(obj.owner)
 
     @admin.display(description=_("push notifications"))
     def push_notifications(self, obj: TaskRecord) -> SafeString:
         return task_section(self.admin_site, obj)
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        fields = super().get_fields(request, obj)
-        if can_view_push(request):
-            return fields
-        return [f for f in fields if f != "push_notifications"]
-
-    @admin.display(description=_("task"))
+    @admin.display(description=_("task (as peers see it)"))
     def task_json(self, obj: TaskRecord) -> str:
         return format_html("<pre>{}</pre>", json.dumps(obj.task, indent=2, ensure_ascii=False))
 

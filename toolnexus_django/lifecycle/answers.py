@@ -154,6 +154,11 @@ def answer(
     private.review = None
     if edit is not None:
         private.transcript = edit.transcript
+    # What was decided on, kept for the read-only review page once the run ends.
+    private.reviewed = {
+        "pending": pending, "halt": private.halt, "transcript": private.transcript,
+        "style": private.style,
+    }  # fmt: skip
     question = (task.get("status") or {}).get("message")
     set_status(new, states.WORKING)
     # The agent's question leaves the status for the history (as A2A's own

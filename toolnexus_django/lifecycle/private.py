@@ -15,13 +15,16 @@ input          ``{"text": ...}``: the message the run starts from    submit
 phase          queued | running | answered | resuming | waiting      every move
 pending        the Request the run waits on (toolnexus ``Request``)  suspend
 transcript     the messages to resume from; ``style`` their shape    suspend
-halt           the halted tool: ``{"tool", "source", "schema",       suspend
-               "skill"}`` (its input schema; the skill the run
+halt           the halted call: ``{"tool", "arguments", "source",    suspend
+               "schema", "skill"}`` (its input schema; the skill the run
                loaded last), for the review queue's filters and
                the edit form
 review         reviewers on the waiting Request: ``{"claim": {"by",  review_*,
                "at"}, "approvals": [{"by", "at", "comment"}],        remind,
                "reminded", "escalated"}``                            escalate
+reviewed       what the last answered Request's reviewer saw:        answer
+               ``{"pending", "halt", "transcript", "style"}``; kept
+               after the run ends (the read-only review page)
 answer         the Answer taken, until the resumed run ends          answer
 lease          ``{"owner", "until"}``: which worker, until when      claim, renew
 worker         who ran it last (kept after the lease)                claim
@@ -60,6 +63,7 @@ _KNOWN = (
     "style",
     "halt",
     "review",
+    "reviewed",
     "answer",
     "resuming",
     "lease",
@@ -92,6 +96,7 @@ class Private:
     style: str | None = None
     halt: dict[str, Any] | None = None
     review: dict[str, Any] | None = None
+    reviewed: dict[str, Any] | None = None
     answer: dict[str, Any] | None = None
     lease: Lease | None = None
     worker: str | None = None
@@ -141,6 +146,7 @@ def read(task: Task | None) -> Private:
         style=raw.get("style") if isinstance(raw.get("style"), str) else None,
         halt=raw.get("halt") if isinstance(raw.get("halt"), dict) else None,
         review=raw.get("review") if isinstance(raw.get("review"), dict) else None,
+        reviewed=raw.get("reviewed") if isinstance(raw.get("reviewed"), dict) else None,
         answer=answer if isinstance(answer, dict) else None,
         lease=Lease(str(lease.get("owner") or ""), str(lease.get("until") or ""))
         if isinstance(lease, dict)
@@ -162,7 +168,8 @@ def write(task: Task, private: Private) -> None:
     out["input"] = {"text": private.input_text}
     out["phase"] = private.phase
     for key in (
-        "pending", "transcript", "style", "halt", "review", "answer", "worker", "error",
+        "pending", "transcript", "style", "halt", "review", "reviewed", "answer", "worker",
+        "error",
         "usage", "turns", "message_key",
     ):  # fmt: skip
         value = getattr(private, key)

@@ -135,14 +135,18 @@ def first_approval(
     )  # fmt: skip
 
 
-def mark_sent(store: TaskStore, task: Task, kind: str) -> Moved | None:
+def mark_sent(
+    store: TaskStore, task: Task, kind: str, *, at: datetime | None = None
+) -> Moved | None:
     """The sweep's reminder (``kind="remind"``) or escalation (``"escalate"``)
-    of ``task``: recorded once. Whoever's compare-and-set wins sends it; a
-    ``None`` means another process did (or the Task moved)."""
+    of ``task``: recorded once, as sent ``at`` (the sweep's clock; default
+    now). Whoever's compare-and-set wins sends it; a ``None`` means another
+    process did (or the Task moved)."""
     key = "reminded" if kind == "remind" else "escalated"
     if (read(task).review or {}).get(key):
         return None
+    when = (at or timezone.now()).isoformat()
     return _review_move(
-        store, task, kind, {key: timezone.now().isoformat()}, actor="system", via="sweep",
+        store, task, kind, {key: when}, actor="system", via="sweep",
         detail={"decision": kind},
     )  # fmt: skip

@@ -15,7 +15,7 @@ import dataclasses
 import logging
 from typing import Any
 
-from ..agent.transcript import last_skill
+from ..agent.transcript import TranscriptError, find_halt, last_skill
 from ..bounds import bound_transcript, cut_text
 from ..conf import toolnexus_settings
 from ..signals import task_event
@@ -161,12 +161,17 @@ def suspend(
 
 
 def halt_of(tool: Any, name: str | None, transcript: Any, style: str) -> dict[str, Any]:
-    """What the review queue knows of the halted call: the tool's name, its
-    source and input schema (when the toolkit has it), the skill the run
-    loaded last."""
+    """What the review queue knows of the halted call: the tool's name and
+    arguments, its source and input schema (when the toolkit has it), the
+    skill the run loaded last."""
     schema = getattr(tool, "input_schema", None)
+    try:
+        arguments: Any = find_halt(transcript, style).halted.arguments
+    except TranscriptError:
+        arguments = {}
     return {
         "tool": name or "",
+        "arguments": arguments,
         "source": str(getattr(tool, "source", "") or ""),
         "schema": schema if isinstance(schema, dict) else None,
         "skill": last_skill(transcript, style) or "",

@@ -1,0 +1,126 @@
+"""The queue's bulk decisions: "Approve selected" and "Decline selected".
+
+The action first shows the selected Tasks and asks for one comment for all;
+confirming answers each Task on its own (:func:`..review.bulk.decide_many`)
+and reports the ones left alone — answered meanwhile, held by another
+reviewer, or asking for data of their own."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.admin import helpers
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.utils.text import Truncator
+from django.utils.translation import gettext, ngettext
+
+from .. import lifecycle
+from ..review.bulk import decidable_in_bulk, decide_many
+from .display import server_side
+from .history import decision_message, log_decision
+
+if TYPE_CHECKING:
+    from .queue import AwaitingHumanTaskAdmin
+
+TEMPLATE = "admin/toolnexus_django/bulk_decision.html"
+
+
+class BulkCommentForm(forms.Form):
+    comment = forms.CharField(
+        label="Reviewer comment (for every selected task)",
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 3, "class": "vLargeTextField"}),
+        help_text="Kept with each decision, server-side; the requester never sees it.",
+    )
+
+
+def decide(
+    admin: AwaitingHumanTaskAdmin, request: HttpRequest, queryset: QuerySet[Any], decision: str
+) -> TemplateResponse | None:
+    rows = list(queryset.defer("task"))
+    form = BulkCommentForm(request.POST if "_confirm" in request.POST else None)
+    if "_confirm" in request.POST and form.is_valid():
+        comment = form.cleaned_data["comment"]
+        ids = [str(r.pk) for r in rows]
+        prompts = {
+            str(r.pk): (lifecycle.read(server_side(r)).pending or {}).get("prompt") for r in rows
+        }
+        result = decide_many(ids, decision, request.user, comment=comment)
+        done = result.answered + result.approved_once
+        if done:
+            log_decision(
+                request.user,
+                done,
+                {
+                    i: decision_message(decision, prompts.get(i), comment=comment, bulk=True)
+                    for i in done
+                },
+            )
+        _report(admin, request, decision, result)
+        return None  # back to the queue
+    tasks = []
+    for row in rows:
+        pending = lifecycle.read(server_side(row)).pending or {}
+        tasks.append(
+            {
+                "id": row.pk,
+                "prompt": Truncator(str(pending.get("prompt") or "")).chars(120),
+                "kind": pending.get("kind"),
+                "fits": decidable_in_bulk(pending),
+            }
+        )
+    context = {
+        **admin.admin_site.each_context(request),
+        "opts": admin.opts,
+        "title": gettext("Approve the selected tasks?")
+        if decision == "approve"
+        else gettext("Decline the selected tasks?"),
+        "decision": decision,
+        "action": f"{decision}_selected",
+        "tasks": tasks,
+        "form": form,
+        "selected": [str(r.pk) for r in rows],
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+    }
+    request.current_app = admin.admin_site.name
+    return TemplateResponse(request, TEMPLATE, context)
+
+
+def _report(
+    admin: AwaitingHumanTaskAdmin, request: HttpRequest, decision: str, result: Any
+) -> None:
+    if result.answered:
+        said = (
+            ngettext("Approved %(n)d task", "Approved %(n)d tasks", len(result.answered))
+            if decision == "approve"
+            else ngettext("Declined %(n)d task", "Declined %(n)d tasks", len(result.answered))
+        )
+        admin.message_user(
+            request,
+            (said % {"n": len(result.answered)})
+            + gettext("; their runs resume in the background."),
+            messages.SUCCESS,
+        )
+    if result.approved_once:
+        admin.message_user(
+            request,
+            ngettext(
+                "%(n)d task took your approval and waits for another reviewer's.",
+                "%(n)d tasks took your approval and wait for another reviewer's.",
+                len(result.approved_once),
+            )
+            % {"n": len(result.approved_once)},
+            messages.INFO,
+        )
+    for task_id, why in result.skipped:
+        admin.message_user(
+            request,
+            gettext("Left task %(id)s alone: %(why)s.")
+            % {"id": Truncator(task_id).chars(13), "why": str(why).rstrip(".")},
+            messages.WARNING,
+        )

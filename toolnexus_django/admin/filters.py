@@ -1,0 +1,156 @@
+"""The review queue's filters: state, request kind, expiry, tool, skill,
+owner, and "claimed by me"."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from ..models import AwaitingHumanTask, TaskState
+
+#: Request kinds the queue's filter names; any other kind is "other".
+KNOWN_KINDS = ("approval", "input", "authorization")
+
+
+class WaitingStateFilter(admin.SimpleListFilter):
+    """Only the two states the queue holds (the field's choices list all eight)."""
+
+    title = _("state")
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [
+            (TaskState.INPUT_REQUIRED, TaskState.INPUT_REQUIRED.label),
+            (TaskState.AUTH_REQUIRED, TaskState.AUTH_REQUIRED.label),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() in (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED):
+            return queryset.filter(state=self.value())
+        return queryset
+
+
+class KindFilter(admin.SimpleListFilter):
+    title = _("request kind")
+    parameter_name = "kind"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [(kind, kind) for kind in KNOWN_KINDS] + [("other", _("other"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value in KNOWN_KINDS:
+            return queryset.filter(private__pending__kind=value)
+        if value == "other":
+            return queryset.exclude(private__pending__kind__in=KNOWN_KINDS)
+        return queryset
+
+
+class ExpiryFilter(admin.SimpleListFilter):
+    title = _("expiry")
+    parameter_name = "expiry"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [
+            ("hour", _("within an hour")),
+            ("day", _("within a day")),
+            ("expired", _("expired")),
+            ("never", _("no deadline")),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        now = timezone.now()
+        value = self.value()
+        if value == "hour":
+            return queryset.filter(expires_at__gt=now, expires_at__lte=now + timedelta(hours=1))
+        if value == "day":
+            return queryset.filter(expires_at__gt=now, expires_at__lte=now + timedelta(days=1))
+        if value == "expired":
+            return queryset.filter(expires_at__lte=now)
+        if value == "never":
+            return queryset.filter(expires_at__isnull=True)
+        return queryset
+
+
+class _HaltFilter(admin.SimpleListFilter):
+    """By what the halted call recorded (``halt[key]``), among waiting Tasks."""
+
+    key = ""
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        values = (
+            AwaitingHumanTask.objects.order_by()
+            .values_list(f"private__halt__{self.key}", flat=True)
+            .distinct()[:100]
+        )
+        return [(v, v) for v in sorted({str(v) for v in values if v})]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value():
+            return queryset.filter(**{f"private__halt__{self.key}": self.value()})
+        return queryset
+
+
+class ToolFilter(_HaltFilter):
+    title = _("tool")
+    parameter_name = "tool"
+    key = "tool"
+
+
+class SkillFilter(_HaltFilter):
+    title = _("skill")
+    parameter_name = "skill"
+    key = "skill"
+
+
+class OwnerFilter(admin.SimpleListFilter):
+    """Whose Task it is: a user, or an anonymous caller of an open endpoint."""
+
+    title = _("owner")
+    parameter_name = "owner"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        rows = (
+            AwaitingHumanTask.objects.filter(owner__isnull=False)
+            .order_by()
+            .values_list("owner_id", "owner__username")
+            .distinct()[:100]
+        )
+        return [*sorted(((str(pk), name) for pk, name in rows), key=lambda r: r[1]),
+                ("anonymous", _("anonymous caller"))]  # fmt: skip
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "anonymous":
+            return queryset.filter(owner__isnull=True)
+        if self.value():
+            return queryset.filter(owner_id=self.value())
+        return queryset
+
+
+class ClaimFilter(admin.SimpleListFilter):
+    """Claimed by me / by nobody (a lapsed claim counts as nobody's: see
+    the queue's column; this filter reads who last claimed it)."""
+
+    title = _("claimed")
+    parameter_name = "claimed"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [("mine", _("by me")), ("none", _("by nobody")), ("others", _("by others"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        me = request.user.get_username()
+        if self.value() == "mine":
+            return queryset.filter(private__review__claim__by=me)
+        if self.value() == "none":
+            return queryset.filter(private__review__claim__by__isnull=True)
+        if self.value() == "others":
+            return queryset.filter(private__review__claim__by__isnull=False).exclude(
+                private__review__claim__by=me
+            )
+        return queryset

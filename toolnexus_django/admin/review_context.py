@@ -1,0 +1,187 @@
+"""What the review page shows: what the Task asks, the transcript up to the
+halt, who holds it and who approved, the timeline, and one form per way of
+answering — or, once the Request is answered, all of it read-only with the
+decision."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django import forms
+from django.contrib.admin.utils import quote
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.translation import gettext
+
+from .. import lifecycle
+from ..lifecycle.edits import can_edit
+from ..models import TaskRecord
+from ..review.claims import reviewer_name
+from ..review.edit_form import edit_form
+from ..review.forms import (
+    ApproveForm,
+    AuthorizationForm,
+    DeclineForm,
+    JsonReplyForm,
+    SchemaNotSupported,
+    schema_form_class,
+)
+from .claims import review_state
+from .display import (
+    halted_call,
+    owner_label,
+    parse_time,
+    pretty_json,
+    safe_link_url,
+    task_of,
+    time_left,
+    timeline,
+    transcript_turns,
+)
+from .tasks import can_answer
+
+if TYPE_CHECKING:
+    from .queue import AwaitingHumanTaskAdmin
+
+#: The decisions an answered Task's page names.
+DECIDED = ("answer", "expire", "review_approval")
+
+
+def answer_forms(
+    private: lifecycle.Private, action: str | None = None, data: Any = None
+) -> dict[str, forms.Form]:
+    """The forms that answer the waiting Request, keyed by action; the one
+    named ``action`` is bound to ``data``."""
+    pending = private.pending or {}
+
+    def bound(name: str) -> Any:
+        return data if name == action else None
+
+    if pending.get("kind") == "authorization":
+        return {"authorize": AuthorizationForm(bound("authorize"), prefix="authorize")}
+    reply_class: type[forms.Form] = JsonReplyForm
+    request_data = pending.get("data")
+    schema = request_data.get("schema") if isinstance(request_data, dict) else None
+    if schema is not None:
+        try:
+            reply_class = schema_form_class(schema)
+        except SchemaNotSupported:
+            reply_class = JsonReplyForm
+    found: dict[str, forms.Form] = {
+        "approve": ApproveForm(bound("approve"), prefix="approve"),
+        "decline": DeclineForm(bound("decline"), prefix="decline"),
+        "reply": reply_class(bound("reply"), prefix="reply"),
+    }
+    halt = private.halt or {}
+    if can_edit(private) and lifecycle.approvals_needed(halt.get("tool")) <= 1:
+        found["edit"] = edit_form(halt, bound("edit"))
+    return found
+
+
+def record_url(admin: AwaitingHumanTaskAdmin, obj: TaskRecord) -> str:
+    return reverse(
+        f"{admin.admin_site.name}:toolnexus_django_taskrecord_change", args=[quote(obj.pk)]
+    )
+
+
+def _request_facts(pending: dict[str, Any], has_reply: bool) -> dict[str, Any]:
+    request_data = pending.get("data")
+    data_shown: Any = None
+    schema: Any = None
+    if isinstance(request_data, dict):
+        schema = request_data.get("schema")
+        rest = {k: v for k, v in request_data.items() if k != "schema"}
+        data_shown = pretty_json(rest) if rest else None
+    elif request_data is not None:
+        data_shown = pretty_json(request_data)
+    schema_note = None
+    if schema is not None and has_reply:
+        try:
+            schema_form_class(schema)
+        except SchemaNotSupported as exc:
+            schema_note = str(exc)
+    expires = parse_time(pending.get("expiresAt"))
+    return {
+        "request_data_json": data_shown,
+        "schema_json": pretty_json(schema) if schema is not None else None,
+        "schema_note": schema_note,
+        "auth_url": safe_link_url(pending.get("url"))
+        if pending.get("kind") == "authorization"
+        else None,
+        "expires_at": expires,
+        "time_left": time_left(expires),
+    }
+
+
+def render(
+    admin: AwaitingHumanTaskAdmin,
+    request: HttpRequest,
+    obj: TaskRecord,
+    forms_by_action: dict[str, forms.Form],
+    *,
+    confirm_claim: bool = False,
+) -> HttpResponse:
+    """The page of a waiting Task (``forms_by_action``: its answer forms), or
+    of an answered one read-only (no forms: what was decided on, and how)."""
+    task = task_of(obj)
+    private = lifecycle.read(task)
+    waiting = private.phase == lifecycle.states.WAITING
+    shown = private if waiting else _as_reviewed(private)
+    pending = shown.pending or {}
+    style = shown.style or "openai"
+    turns = transcript_turns(shown.transcript, style)
+    events = timeline(obj)
+    answering = waiting and can_answer(request)
+    state = review_state(task) if waiting else {}
+    me = reviewer_name(request.user)
+    holder = state.get("holder")
+    context = {
+        **admin.admin_site.each_context(request),
+        "opts": admin.opts,
+        "title": gettext("Review task") if waiting else gettext("Reviewed task"),
+        "subtitle": str(obj.pk),
+        "original": obj,
+        "task_id": obj.pk,
+        "waiting": waiting,
+        "input_text": private.input_text,
+        "pending": pending,
+        **_request_facts(pending, "reply" in forms_by_action),
+        "call": halted_call(shown.transcript, style),
+        "system_turns": [t for t in turns if t.role == "system"],
+        "turns": [t for t in turns if t.role != "system"],
+        "style": style,
+        "owner": owner_label(obj.owner),
+        "events": events,
+        "decisions": [e for e in events if e.kind in DECIDED],
+        "can_answer": answering,
+        "forms": forms_by_action if answering else {},
+        "has_errors": any(f.is_bound and f.errors for f in forms_by_action.values()),
+        "record_url": record_url(admin, obj),
+        "review": state,
+        "held_by_me": bool(holder and holder["by"] == me),
+        "held_by_other": bool(holder and holder["by"] != me),
+        "confirm_claim": confirm_claim,
+        "i_approved": any(a.get("by") == me for a in state.get("approvals") or ()),
+        "has_view_permission": True,
+    }
+    request.current_app = admin.admin_site.name
+    return TemplateResponse(request, admin.review_template, context)
+
+
+def _as_reviewed(private: lifecycle.Private) -> lifecycle.Private:
+    """An answered Task's page shows what its reviewer saw (kept at answer)."""
+    reviewed = private.reviewed or {}
+    return lifecycle.Private(
+        pending=reviewed.get("pending") if isinstance(reviewed.get("pending"), dict) else None,
+        halt=reviewed.get("halt") if isinstance(reviewed.get("halt"), dict) else None,
+        transcript=reviewed.get("transcript")
+        if isinstance(reviewed.get("transcript"), list)
+        else None,
+        style=reviewed.get("style") if isinstance(reviewed.get("style"), str) else None,
+    )
+
+
+def was_reviewed(obj: TaskRecord) -> bool:
+    """Whether a Task that no longer waits has a review to show."""
+    return lifecycle.read(task_of(obj)).reviewed is not None

@@ -1,0 +1,78 @@
+"""System checks of ``TOOLNEXUS["REVIEW"]`` (review at team scale).
+
+- ``toolnexus_django.E001``: a key REVIEW does not take.
+- ``toolnexus_django.E011``: a value of the wrong kind or out of range.
+- ``toolnexus_django.E012``: ``ESCALATE_AFTER`` without ``REMIND_BEFORE``
+  (an escalation is timed from the reminder, so it would never be sent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.core.checks import CheckMessage, Error, Tags, register
+
+from .conf import DEFAULTS, SETTING_NAME, merge, toolnexus_settings
+
+KNOWN = tuple(DEFAULTS["REVIEW"])
+WHERE = f"{SETTING_NAME}['REVIEW']"
+
+
+def _positive(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and value > 0
+
+
+def _addresses(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(e, str) and "@" in e for e in value)
+
+
+def _wrong(key: str, what: str) -> CheckMessage:
+    return Error(f"{WHERE}[{key!r}] must be {what}", id="toolnexus_django.E011")
+
+
+@register(Tags.compatibility)
+def check_review(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    raw = toolnexus_settings.user_settings.get("REVIEW")
+    if raw is None:
+        return []
+    if not isinstance(raw, dict):
+        return [Error(f"{WHERE} must be a dict", id="toolnexus_django.E011")]
+    errors: list[CheckMessage] = []
+    unknown = sorted(set(raw) - set(KNOWN))
+    if unknown:
+        errors.append(
+            Error(
+                f"{WHERE} has unknown key(s): {', '.join(map(repr, unknown))}",
+                hint=f"Known keys: {', '.join(KNOWN)}.",
+                id="toolnexus_django.E001",
+            )
+        )
+    review = merge({"REVIEW": raw})["REVIEW"]
+    if not _positive(review["CLAIM_SECONDS"]):
+        errors.append(_wrong("CLAIM_SECONDS", "a positive number of seconds"))
+    approvals = review["APPROVALS"]
+    if not isinstance(approvals, dict) or not all(
+        isinstance(tool, str) and isinstance(n, int) and not isinstance(n, bool) and n >= 1
+        for tool, n in approvals.items()
+    ):
+        errors.append(_wrong("APPROVALS", "a dict of tool name -> approvals needed (an int >= 1)"))
+    if not isinstance(review["EDIT_ARGUMENTS"], bool):
+        errors.append(_wrong("EDIT_ARGUMENTS", "True or False"))
+    for key in ("REMIND_BEFORE", "ESCALATE_AFTER"):
+        if review[key] is not None and not _positive(review[key]):
+            errors.append(_wrong(key, "None or a positive number of seconds"))
+    if review["REMIND_EMAILS"] is not None and not _addresses(review["REMIND_EMAILS"]):
+        errors.append(_wrong("REMIND_EMAILS", "None (REVIEW_NOTIFY_EMAILS) or a list of addresses"))
+    if not _addresses(review["ESCALATE_EMAILS"]):
+        errors.append(_wrong("ESCALATE_EMAILS", "a list of e-mail addresses"))
+    if review["ESCALATE_AFTER"] is not None and review["REMIND_BEFORE"] is None:
+        errors.append(
+            Error(
+                f"{WHERE}['ESCALATE_AFTER'] is set but REMIND_BEFORE is not: "
+                "no escalation would ever be sent",
+                hint="An escalation follows the reminder: set REMIND_BEFORE too.",
+                id="toolnexus_django.E012",
+            )
+        )
+    return errors

@@ -5,6 +5,7 @@ DATABASE_URL      default sqlite:///<repo>/var/db.sqlite3 (also sqlite:////abs/p
 TOOLNEXUS_STORE   default "django" ("memory", "file:<dir>", "django")
 TOOLNEXUS_TASK_BACKEND  unset: the in-process backend; "database": django-tasks-db
 TOOLNEXUS_LEASE_SECONDS / _MAX_ATTEMPTS / _REQUEUE_AFTER / _SWEEP_INTERVAL: recovery timing
+TOOLNEXUS_MCP_TOOLS  unset: no MCP endpoint; "__all__" or comma-separated tool names
 LLM_BASE_URL      unset: a deterministic offline demo model runs in-process
 LLM_STYLE         openai | anthropic (default openai)
 LLM_MODEL         default "demo-model"
@@ -178,6 +179,21 @@ TOOLNEXUS = {
     "AUTHENTICATION_CLASSES": [],
     "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
 }
+# The toolkit as an MCP server at /agent/mcp: TOOLNEXUS_MCP_TOOLS = "__all__" or
+# comma-separated tool names (unset: off). Behind HTTP Basic (Django users),
+# unlike the open demo A2A endpoint: MCP callers run tools directly.
+_mcp_tools = os.environ.get("TOOLNEXUS_MCP_TOOLS", "").strip()
+if _mcp_tools:
+    TOOLNEXUS["MCP"] = {
+        "tools": (
+            "__all__"
+            if _mcp_tools == "__all__"
+            else [t.strip() for t in _mcp_tools.split(",") if t.strip()]
+        ),
+        "AUTHENTICATION_CLASSES": ["rest_framework.authentication.BasicAuthentication"],
+        "PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+        "CALL_TIMEOUT": float(os.environ.get("TOOLNEXUS_MCP_CALL_TIMEOUT", "60")),
+    }
 # W002 warns that the endpoint admits anonymous callers with DEBUG off: the
 # demo is open on purpose (offline model, 127.0.0.1). A real project sets
 # PERMISSION_CLASSES (README, "Security") instead of silencing it.

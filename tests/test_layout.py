@@ -48,6 +48,9 @@ LAYERS: list[set[str]] = [
         "security_checks",
         "push_checks",
         "review_checks",
+        "mcp_checks",
+        # The toolkit as an MCP server: its HTTP edge reuses the endpoint's.
+        "mcp",
         "apps",
     },
 ]

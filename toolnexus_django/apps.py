@@ -34,3 +34,6 @@ class ToolnexusDjangoConfig(AppConfig):
 
         if remind_due not in EXTRA_SWEEPS:
             EXTRA_SWEEPS.append(remind_due)
+
+        # The toolkit as an MCP server: its settings' checks.
+        from . import mcp_checks  # noqa: F401

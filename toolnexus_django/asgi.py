@@ -1,10 +1,11 @@
 """The project as an ASGI application, with the agent's endpoint served lean.
 
 :func:`get_asgi_application` wraps Django's own ASGI application. Requests for
-the agent's JSON-RPC endpoint, its HTTP+JSON routes and its Agent Card
-(wherever the project mounted ``toolnexus_django.urls``) are answered here, by coroutines that hold
-no thread while they wait — a stream or a blocking send waits on its Task's
-wake-ups — and hand their short database work to the database threads
+the agent's JSON-RPC endpoint, its HTTP+JSON routes, its Agent Card and its
+MCP endpoint (:mod:`.mcp`, when ``TOOLNEXUS["MCP"]`` turns it on), wherever
+the project mounted ``toolnexus_django.urls``, are answered here, by
+coroutines that hold no thread while they wait — a stream or a blocking
+send waits on its Task's wake-ups — and hand their short database work to the database threads
 (:mod:`.dbthreads`). Everything else (the admin, the project's own views)
 goes to Django, unchanged.
 
@@ -65,6 +66,7 @@ class AgentApplication:
     def __init__(self, django: ASGIApp) -> None:
         self.django = django
         self._paths: tuple[str, str] | bool | None = False
+        self._mcp_path: str | bool | None = False
         self._housekeeper: Any = None
 
     def paths(self) -> tuple[str, str] | None:
@@ -82,6 +84,17 @@ class AgentApplication:
                 self._paths = None
         return self._paths  # type: ignore[return-value]
 
+    def mcp_path(self) -> str | None:
+        """The MCP endpoint's path (``<prefix>/mcp``), or None when not mounted."""
+        if self._mcp_path is False:
+            from django.urls import NoReverseMatch, reverse
+
+            try:
+                self._mcp_path = reverse("toolnexus_django:mcp")
+            except NoReverseMatch:
+                self._mcp_path = None
+        return self._mcp_path  # type: ignore[return-value]
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self.lifespan(receive, send)
@@ -92,6 +105,14 @@ class AgentApplication:
             root = scope.get("root_path", "")
             if root and path.startswith(root):
                 path = path[len(root) :]
+            if path == self.mcp_path() and _mcp_enabled():
+                from .mcp.http import serve_mcp
+
+                if not _host_allowed(scope):
+                    await _plain(send, 400, b"Bad Request (invalid Host header)")
+                else:
+                    await serve_mcp(scope, receive, send)
+                return
             rest = _rest_route(paths[0], path) if paths is not None else None
             if rest is not None and paths is not None:
                 from .endpoint import serve_rest
@@ -155,6 +176,12 @@ def _rest_route(rpc_path: str, path: str) -> str | None:
         return None
     route = path[len(rpc_path) :]
     return route if re.match(REST_ROUTES, route) else None
+
+
+def _mcp_enabled() -> bool:
+    from .mcp.config import enabled
+
+    return enabled()
 
 
 def _host_allowed(scope: Scope) -> bool:

@@ -191,10 +191,35 @@ DEFAULTS: dict[str, Any] = {
         "SIGNING_KEY": None,
         "ISSUER": None,
     },
+    # The toolkit as an MCP server (streamable HTTP, stateless) at <prefix>/mcp.
+    # Lower-case keys are toolnexus's own MCP serve options:
+    #   tools:   None = off (no endpoint: 404); "__all__" = every tool of the
+    #            toolkit; or a list of tool names, as toolnexus names them.
+    #   name, version: what initialize reports (None: AGENT's name and version).
+    # Upper-case keys are this app's:
+    #   AUTHENTICATION_CLASSES / PERMISSION_CLASSES: DRF classes (None = the
+    #     A2A endpoint's own); an unauthenticated call gets 401 + WWW-Authenticate.
+    #   MAX_REQUEST_BYTES: the largest request body (413 past it).
+    #   CALL_TIMEOUT: seconds one tools/call may run (then an isError result).
+    #   MAX_CONCURRENT_CALLS: tools/calls one process runs at once (past it, an
+    #     isError result "busy" at once).
+    #   AUDIT: store every tools/call as a row (the admin's "MCP calls"); the
+    #     mcp_called signal is sent either way.
+    "MCP": {
+        "tools": None,
+        "name": None,
+        "version": None,
+        "AUTHENTICATION_CLASSES": None,
+        "PERMISSION_CLASSES": None,
+        "MAX_REQUEST_BYTES": 1_048_576,
+        "CALL_TIMEOUT": 60.0,
+        "MAX_CONCURRENT_CALLS": 8,
+        "AUDIT": True,
+    },
 }
 
 #: Nested dict settings whose missing keys fall back to the defaults above.
-_NESTED = ("AGENT", "TOOLKIT", "CLIENT", "ANSWERERS", "PUSH", "REVIEW")
+_NESTED = ("AGENT", "TOOLKIT", "CLIENT", "ANSWERERS", "PUSH", "REVIEW", "MCP")
 
 
 class ToolnexusSettings:

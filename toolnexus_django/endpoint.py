@@ -144,15 +144,18 @@ def with_session(request: Any) -> None:
             request.user = SimpleLazyObject(lambda: get_user(request))
 
 
-def authenticate(scope: Scope, body: bytes) -> tuple[Any, tuple[int, bytes, Any] | None]:
+def authenticate(
+    scope: Scope, body: bytes, view_class: type[Any] = JsonRpcView
+) -> tuple[Any, tuple[int, bytes, Any] | None]:
     """(the authenticated DRF request, None) — or (None, DRF's refusal as
-    (status, body, headers)). Runs the endpoint's DRF authentication,
-    permission and throttle classes as DRF's ``APIView.dispatch`` does."""
+    (status, body, headers)). Runs the DRF authentication, permission and
+    throttle classes of ``view_class`` (the endpoint's, or the MCP view's)
+    as DRF's ``APIView.dispatch`` does."""
     from django.core.handlers.asgi import ASGIRequest
 
     django_request = ASGIRequest(scope, io.BytesIO(body))
     with_session(django_request)
-    view = JsonRpcView()
+    view = view_class()
     view.args, view.kwargs = (), {}
     view.headers = view.default_response_headers
     request = view.initialize_request(django_request)

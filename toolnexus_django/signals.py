@@ -37,6 +37,15 @@ task_answered = Signal()
 #: ``public``, ``private``). Sent where the move was made (a worker, a request).
 task_event = Signal()
 
+#: A ``tools/call`` at the MCP endpoint ended (also an unknown tool, a busy
+#: refusal, a timeout, a suspended tool), once its audit row is stored.
+#: Keyword arguments: ``call`` (a dict: ``at``, ``caller``, ``caller_name``,
+#: ``tool``, ``arguments_digest``, ``duration_ms``, ``outcome`` "ok" | "error",
+#: ``reason``, ``request_id``) and ``record`` (the ``McpCall`` row, or None with
+#: ``MCP["AUDIT"]`` off). Sent in the serving process; a receiver's exception
+#: is logged and never changes the call's result.
+mcp_called = Signal()
+
 #: A waiting Task's Request expires within ``REVIEW["REMIND_BEFORE"]``
 #: seconds (``review_reminder``), and is still unanswered
 #: ``REVIEW["ESCALATE_AFTER"]`` seconds after the reminder

@@ -1,7 +1,8 @@
 """Mount with ``path("agent/", include("toolnexus_django.urls"))``: the JSON-RPC
 endpoint at ``agent/``, the HTTP+JSON binding's routes under it
 (``agent/message:send``, ``agent/tasks/{id}``, ...), the card at
-``agent/.well-known/agent-card.json``.
+``agent/.well-known/agent-card.json``, and (with ``TOOLNEXUS["MCP"]``) the
+toolkit as an MCP server at ``agent/mcp``.
 
 Clients that know only the agent's origin look for its card at the origin's
 root (RFC 8615, A2A's recommended location): add :func:`root_card` to the
@@ -18,6 +19,7 @@ card describes: ``root_card("billing")``.
 
 from django.urls import URLPattern, path, re_path
 
+from .mcp.http import McpView
 from .views import AgentCardView, JsonRpcView, JwksView, RestView
 
 app_name = "toolnexus_django"
@@ -30,6 +32,8 @@ urlpatterns = [
     path(".well-known/agent-card.json", AgentCardView.as_view(), name="agent-card"),
     # The key set of signed push notifications.
     path(".well-known/jwks.json", JwksView.as_view(), name="jwks"),
+    # The toolkit as an MCP server (404 unless TOOLNEXUS["MCP"]["tools"] is set).
+    path("mcp", McpView.as_view(), name="mcp"),
     path("", JsonRpcView.as_view(), name="rpc"),
     re_path(REST_ROUTES, RestView.as_view(), name="rest"),
 ]

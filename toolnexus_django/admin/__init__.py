@@ -9,6 +9,7 @@ of a Task is in :mod:`.display`."""
 
 from .decisions import TaskDecisionAdmin
 from .display import halted_call, safe_link_url, time_left, transcript_turns
+from .mcp import McpCallAdmin  # noqa: F401  (the MCP endpoint's calls)
 from .push import PushConfigAdmin, PushDeliveryAdmin
 from .queue import AwaitingHumanTaskAdmin
 from .tasks import TaskRecordAdmin

@@ -1,0 +1,76 @@
+"""Every ``tools/call`` recorded: an ``McpCall`` row (``MCP["AUDIT"]``) and
+the ``mcp_called`` signal. The arguments are never stored, only their digest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from ..signals import mcp_called
+from .config import mcp_settings
+
+logger = logging.getLogger("toolnexus_django.mcp")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who called: the user's primary key as text ("" anonymous) and name."""
+
+    id: str = ""
+    name: str = ""
+
+    @classmethod
+    def of(cls, request: Any) -> Caller:
+        """The caller of an authenticated DRF request (or anonymous)."""
+        user = getattr(request, "user", None) if request is not None else None
+        if user is None or not user.is_authenticated:
+            return cls()
+        return cls(id=str(user.pk), name=str(user.get_username()))
+
+
+@dataclass
+class CallRecord:
+    """One call, as the audit row and the signal carry it."""
+
+    at: datetime
+    caller: str
+    caller_name: str
+    tool: str
+    arguments_digest: str
+    duration_ms: float
+    outcome: str  # "ok" | "error"
+    reason: str = ""
+    request_id: str = ""
+
+
+def digest(arguments: Any) -> str:
+    """SHA-256 of the arguments as canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(
+        arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def store(calls: list[CallRecord]) -> None:
+    """Write the calls' rows (unless ``MCP["AUDIT"]`` is off) and send the
+    signal for each. Runs on a database thread (or the WSGI request's)."""
+    if not calls:
+        return
+    from ..models import McpCall
+
+    rows: list[McpCall | None] = [None] * len(calls)
+    if mcp_settings().get("AUDIT", True):
+        try:
+            made = McpCall.objects.bulk_create(McpCall(**asdict(c)) for c in calls)
+            rows = list(made)
+        except Exception:
+            logger.exception("recording %d MCP call(s) failed", len(calls))
+    for call, row in zip(calls, rows, strict=True):
+        responses = mcp_called.send_robust(sender=McpCall, call=asdict(call), record=row)
+        for receiver, response in responses:
+            if isinstance(response, Exception):
+                logger.error("signal receiver %r raised %r", receiver, response)

@@ -1,0 +1,145 @@
+"""The MCP endpoint's HTTP edge: ``<prefix>/mcp`` served lean over ASGI
+(:func:`serve_mcp`, routed by :class:`toolnexus_django.asgi.AgentApplication`)
+and as a DRF view under WSGI (:class:`McpView`).
+
+Both read the body within ``MCP["MAX_REQUEST_BYTES"]`` (413 past it), run
+the endpoint's DRF authentication, permission and throttle classes (an
+unauthenticated call is refused 401 with ``WWW-Authenticate``, as MCP's
+HTTP transport expects), hand the request to a fresh MCP server on the
+runtime's loop (:mod:`.exchange`), record its calls (:mod:`.audit`) and
+send the transport's answer as it is. GET (a server-sent stream) and DELETE
+(ending a session) are 405: the server is stateless, as toolnexus's is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from django.http import Http404, HttpResponse
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from ..conf import toolnexus_settings
+from ..dbthreads import run_sync
+from ..endpoint import BodyTooLarge, ClientGone, authenticate, read_body, respond
+from . import audit, config
+from .exchange import Exchange, Reply, deadline, submit
+
+logger = logging.getLogger("toolnexus_django.mcp")
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+JSON = [(b"content-type", b"application/json")]
+
+
+def _rpc_error(code: int, message: str) -> bytes:
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    ).encode()
+
+
+def too_large(limit: int) -> bytes:
+    return _rpc_error(-32600, f"Request body too large (the limit is {limit} bytes)")
+
+
+class McpView(APIView):
+    """``<prefix>/mcp`` under WSGI, and the DRF classes of the ASGI endpoint."""
+
+    def get_authenticators(self) -> list[Any]:
+        return [c() for c in config.authentication_classes()]
+
+    def get_permissions(self) -> list[Any]:
+        return [c() for c in config.permission_classes()]
+
+    def get_authenticate_header(self, request: Request) -> str:
+        # Never a 403 for "not authenticated": MCP clients look for 401 and
+        # its challenge (DRF sends 403 when the first class has no header).
+        return super().get_authenticate_header(request) or config.FALLBACK_CHALLENGE
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        if not config.enabled():
+            raise Http404("The MCP endpoint is off (TOOLNEXUS['MCP']['tools'] is not set).")
+        super().initial(request, *args, **kwargs)
+
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
+        limit = int(config.number("MAX_REQUEST_BYTES"))
+        declared = request.META.get("CONTENT_LENGTH") or "0"
+        if declared.isdigit() and int(declared) > limit:
+            return HttpResponse(too_large(limit), status=413, content_type="application/json")
+        body = request.body
+        if len(body) > limit:
+            return HttpResponse(too_large(limit), status=413, content_type="application/json")
+        headers = [
+            (k.lower().encode("latin-1"), str(v).encode("latin-1"))
+            for k, v in request.headers.items()
+        ]
+        exchange = Exchange("POST", request.path, headers, body, audit.Caller.of(request))
+        future = submit(exchange)
+        try:
+            reply = future.result(deadline())
+        except TimeoutError:
+            future.cancel()
+            return HttpResponse(_rpc_error(-32603, "The MCP request took too long"), status=504)
+        audit.store(reply.calls)
+        response = HttpResponse(reply.body, status=reply.status)
+        for name, value in reply.headers:
+            if name.lower() != b"content-length":
+                response[name.decode("latin-1")] = value.decode("latin-1")
+        return response
+
+
+async def serve_mcp(scope: Scope, receive: Receive, send: Send) -> None:
+    """``<prefix>/mcp`` over ASGI (the endpoint is on: the router checked)."""
+    if scope["method"] != "POST":
+        allow = [(b"allow", b"POST"), *JSON]
+        body = _rpc_error(-32000, "Method not allowed: this MCP server is stateless")
+        await respond(send, 405, body, allow)
+        return
+    limit = int(config.number("MAX_REQUEST_BYTES"))
+    try:
+        body = await read_body(receive, limit, float(toolnexus_settings.READ_TIMEOUT))
+    except BodyTooLarge:
+        await respond(send, 413, too_large(limit), JSON)
+        return
+    except (TimeoutError, ClientGone):
+        with contextlib.suppress(Exception):
+            await respond(send, 408, b"Request Timeout", [(b"connection", b"close")])
+        return
+    request = None
+    if config.needs_drf():
+        request, refusal = await run_sync(authenticate, scope, body, McpView)
+        if refusal is not None:
+            await respond(send, *refusal)
+            return
+    exchange = Exchange(
+        "POST",
+        scope.get("path", ""),
+        list(scope.get("headers") or ()),
+        body,
+        audit.Caller.of(request),
+    )
+    try:
+        # On a thread: the first request of a process starts the runtime.
+        future = await asyncio.to_thread(submit, exchange)
+        reply: Reply = await asyncio.wait_for(asyncio.wrap_future(future), deadline())
+    except TimeoutError:
+        await respond(send, 504, _rpc_error(-32603, "The MCP request took too long"), JSON)
+        return
+    except Exception:
+        logger.exception("MCP request failed")
+        await respond(send, 500, _rpc_error(-32603, "Internal error"), JSON)
+        return
+    if reply.calls:
+        await run_sync(audit.store, reply.calls)
+    headers = [(k, v) for k, v in reply.headers if k.lower() != b"content-length"]
+    await respond(send, reply.status, reply.body, headers)
+
+
+__all__ = ["McpView", "serve_mcp"]

@@ -8,93 +8,23 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.browser import (  # noqa: F401 (fixtures: pytest looks them up by name in the module)
+    DOCS,
+    MARKS,
+    _orm_beside_playwright,
+    browser,
+    browser_context_args,
+    browser_type,
+    browser_type_launch_args,
+    playwright,
+)
 from tests.conftest import RpcClient
 from tests.fakes import FakeLLM, Text, ToolCall
 
-CHROMIUM = Path("/usr/bin/chromium")
-DOCS = Path(__file__).resolve().parent.parent / "docs"
-
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    # pytest-playwright 0.10's own base_url fixture trips a pytest 9 deprecation.
-    pytest.mark.filterwarnings(
-        "ignore:Session-scoped fixtures defined as instance methods:pytest.PytestRemovedIn10Warning"
-    ),
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)",
-    ),
-]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _orm_beside_playwright() -> Iterator[None]:
-    # Playwright's sync API runs an asyncio event loop in the test's thread,
-    # and Django refuses ORM calls from a thread with a running loop. The ORM
-    # calls here (creating the user, reading the Task) are ordinary blocking
-    # test code. Set for this module only, so other tests keep the check.
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    yield
-    if previous is None:
-        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
-    else:
-        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
-
-
-# pytest-playwright starts Playwright once per session, and while it runs the
-# main thread counts as inside an event loop: every later test calling
-# asyncio.run() would fail. Here it lives for this module only.
-@pytest.fixture(scope="module")
-def playwright(_pw_api_request_contexts: Any) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        if _pw_api_request_contexts:
-            _pw_api_request_contexts.instrument(pw)
-        yield pw
-
-
-@pytest.fixture(scope="module")
-def browser_type(playwright: Any, browser_name: str) -> Any:
-    return getattr(playwright, browser_name or "chromium")
-
-
-@pytest.fixture(scope="module")
-def browser(browser_type: Any, browser_type_launch_args: dict[str, Any]) -> Iterator[Any]:
-    browser = browser_type.launch(**browser_type_launch_args)
-    yield browser
-    browser.close()
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    return {
-        **browser_type_launch_args,
-        "executable_path": str(CHROMIUM),
-        "args": [
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--disable-quic",
-        ],
-    }
-
-
-@pytest.fixture(scope="module")
-def browser_context_args() -> dict[str, Any]:
-    # Not the plugin's: that one needs the session-wide Playwright.
-    return {"viewport": {"width": 1280, "height": 900}}
+pytestmark = MARKS
 
 
 def test_a_reviewer_answers_a_task_in_the_browser(

@@ -48,6 +48,7 @@ LAYERS: list[set[str]] = [
         "security_checks",
         "push_checks",
         "review_checks",
+        "section_checks",
         "mcp_checks",
         # The toolkit as an MCP server: its HTTP edge reuses the endpoint's.
         "mcp",

@@ -384,3 +384,24 @@ def test_an_edited_call_runs_with_the_edited_arguments(
     assert resumed[-1]["content"].endswith(": 40 under other.")  # the tool ran with 40
     call = resumed[-2]["tool_calls"][0]["function"]
     assert call["arguments"] == '{"amount": 40, "description": "Taxi (no tip)"}'
+
+
+@pytest.mark.django_db
+def test_an_expiry_is_in_the_admin_log_as_the_named_user_or_not_at_all(
+    django_user_model: Any, settings: Any
+) -> None:
+    from toolnexus_django.review import expire_due
+
+    bot = django_user_model.objects.create_user("review-bot")
+    past = {"expiresAt": "2020-01-01T00:00:00Z"}
+    request = {**approval("approve-late"), "prompt": "Approve the late one?", **past}
+    unlogged = str(task_in("input-required", request=request)["id"])
+    assert expire_due() == [unlogged]
+    assert log_of(unlogged) == []  # EXPIRY_LOG_USER None: LogEntry needs a user
+
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "REVIEW": {"EXPIRY_LOG_USER": "review-bot"}}
+    logged = str(task_in("input-required", request={**request, "id": "approve-later"})["id"])
+    assert expire_due() == [logged]
+    [entry] = LogEntry.objects.filter(object_id=logged)
+    assert entry.user == bot
+    assert entry.change_message == "Expired “Approve the late one?” (not answered in time)"

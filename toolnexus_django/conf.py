@@ -92,6 +92,8 @@ DEFAULTS: dict[str, Any] = {
     #   ESCALATE_AFTER: seconds after the reminder that an escalation goes to
     #     ESCALATE_EMAILS; None = no escalation. Both also send a signal
     #     (review_reminder, review_escalation), once, however many processes sweep.
+    #   EXPIRY_LOG_USER: the username an expired Request is logged as in the
+    #     admin log (LogEntry needs a user); None = expiries are not logged there.
     "REVIEW": {
         "CLAIM_SECONDS": 900.0,
         "APPROVALS": {},
@@ -100,6 +102,7 @@ DEFAULTS: dict[str, Any] = {
         "REMIND_EMAILS": None,
         "ESCALATE_AFTER": None,
         "ESCALATE_EMAILS": [],
+        "EXPIRY_LOG_USER": None,
     },
     # How often, in seconds, a serving process sweeps: answers expired
     # Requests (ok=False, reason "expired") and recovers Tasks whose worker

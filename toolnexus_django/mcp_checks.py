@@ -17,8 +17,9 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
-from .conf import DEFAULTS, SETTING_NAME, merge, toolnexus_settings
+from .conf import DEFAULTS, SETTING_NAME
 from .mcp.config import ALL
+from .section_checks import dict_section
 
 KNOWN = tuple(DEFAULTS["MCP"])
 WHERE = f"{SETTING_NAME}['MCP']"
@@ -28,22 +29,9 @@ BUILD_TIMEOUT = 60.0
 
 @register(Tags.compatibility)
 def check_mcp(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
-    raw = toolnexus_settings.user_settings.get("MCP")
-    if raw is None:
-        return []
-    if not isinstance(raw, dict):
-        return [Error(f"{WHERE} must be a dict", id="toolnexus_django.E020")]
-    errors: list[CheckMessage] = []
-    unknown = sorted(set(raw) - set(KNOWN))
-    if unknown:
-        errors.append(
-            Error(
-                f"{WHERE} has unknown key(s): {', '.join(map(repr, unknown))}",
-                hint=f"Known keys: {', '.join(KNOWN)}.",
-                id="toolnexus_django.E001",
-            )
-        )
-    mcp = merge({"MCP": raw})["MCP"]
+    mcp, errors = dict_section("MCP", "toolnexus_django.E020")
+    if mcp is None:
+        return errors
     errors += _check_values(mcp)
     tools = mcp["tools"]
     if isinstance(tools, (list, tuple)) and all(isinstance(t, str) for t in tools):

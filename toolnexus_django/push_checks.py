@@ -7,29 +7,17 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Error, Tags, register
 
-from .conf import DEFAULTS, SETTING_NAME, merge, toolnexus_settings
+from .conf import DEFAULTS, SETTING_NAME
+from .section_checks import dict_section
 
 KNOWN = tuple(DEFAULTS["PUSH"])
 
 
 @register(Tags.compatibility)
 def check_push(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
-    raw = toolnexus_settings.user_settings.get("PUSH")
-    if raw is None:
-        return []
-    if not isinstance(raw, dict):
-        return [Error(f"{SETTING_NAME}['PUSH'] must be a dict", id="toolnexus_django.E006")]
-    errors: list[CheckMessage] = []
-    unknown = sorted(set(raw) - set(KNOWN))
-    if unknown:
-        errors.append(
-            Error(
-                f"{SETTING_NAME}['PUSH'] has unknown key(s): {', '.join(map(repr, unknown))}",
-                hint=f"Known keys: {', '.join(KNOWN)}.",
-                id="toolnexus_django.E001",
-            )
-        )
-    push = merge({"PUSH": raw})["PUSH"]
+    push, errors = dict_section("PUSH", "toolnexus_django.E006")
+    if push is None:
+        return errors
     hosts = push["ALLOWED_HOSTS"]
     if not isinstance(hosts, (list, tuple)) or not all(isinstance(h, str) for h in hosts):
         errors.append(

@@ -13,7 +13,8 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Error, Tags, register
 
-from .conf import DEFAULTS, SETTING_NAME, merge, toolnexus_settings
+from .conf import DEFAULTS, SETTING_NAME
+from .section_checks import dict_section
 
 KNOWN = tuple(DEFAULTS["REVIEW"])
 WHERE = f"{SETTING_NAME}['REVIEW']"
@@ -33,22 +34,9 @@ def _wrong(key: str, what: str) -> CheckMessage:
 
 @register(Tags.compatibility)
 def check_review(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
-    raw = toolnexus_settings.user_settings.get("REVIEW")
-    if raw is None:
-        return []
-    if not isinstance(raw, dict):
-        return [Error(f"{WHERE} must be a dict", id="toolnexus_django.E011")]
-    errors: list[CheckMessage] = []
-    unknown = sorted(set(raw) - set(KNOWN))
-    if unknown:
-        errors.append(
-            Error(
-                f"{WHERE} has unknown key(s): {', '.join(map(repr, unknown))}",
-                hint=f"Known keys: {', '.join(KNOWN)}.",
-                id="toolnexus_django.E001",
-            )
-        )
-    review = merge({"REVIEW": raw})["REVIEW"]
+    review, errors = dict_section("REVIEW", "toolnexus_django.E011")
+    if review is None:
+        return errors
     if not _positive(review["CLAIM_SECONDS"]):
         errors.append(_wrong("CLAIM_SECONDS", "a positive number of seconds"))
     approvals = review["APPROVALS"]
@@ -66,6 +54,9 @@ def check_review(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> lis
         errors.append(_wrong("REMIND_EMAILS", "None (REVIEW_NOTIFY_EMAILS) or a list of addresses"))
     if not _addresses(review["ESCALATE_EMAILS"]):
         errors.append(_wrong("ESCALATE_EMAILS", "a list of e-mail addresses"))
+    user = review["EXPIRY_LOG_USER"]
+    if user is not None and not (isinstance(user, str) and user):
+        errors.append(_wrong("EXPIRY_LOG_USER", "None or a username"))
     if review["ESCALATE_AFTER"] is not None and review["REMIND_BEFORE"] is None:
         errors.append(
             Error(

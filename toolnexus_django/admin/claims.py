@@ -27,10 +27,6 @@ if TYPE_CHECKING:
 NEXT_WINDOW = 200
 
 
-def holder_of(task: Task | None) -> dict[str, Any] | None:
-    return holder(task)
-
-
 def review_state(task: Task) -> dict[str, Any]:
     """Who holds the Task, and how many of the approvals it needs it has."""
     halt = lifecycle.read(task).halt or {}

@@ -15,6 +15,7 @@ from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
 from ..models import TaskDecision
+from .readonly import ReadOnlyAdmin
 from .tasks import can_answer
 
 #: How each decision event reads in the list.
@@ -78,7 +79,7 @@ class DecisionFilter(admin.SimpleListFilter):
 
 
 @admin.register(TaskDecision)
-class TaskDecisionAdmin(admin.ModelAdmin):
+class TaskDecisionAdmin(ReadOnlyAdmin):
     """Every decision on every Task, newest first; filter by reviewer,
     decision and date ("my decisions" too)."""
 
@@ -136,12 +137,3 @@ class TaskDecisionAdmin(admin.ModelAdmin):
             or request.user.has_perm("toolnexus_django.view_taskrecord")
             or can_answer(request)
         )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -146,7 +146,9 @@ def _view(event: dict[str, Any]) -> EventView:
         kind=str(event.get("kind") or ""),
         decision=str(private.get("decision") or ""),
         # An anonymous caller of an open endpoint has no name.
-        actor=str(event.get("actor") or ("anonymous" if event.get("actor_kind") == "user" else "")),
+        actor=str(
+            event.get("actor") or (owner_label(None) if event.get("actor_kind") == "user" else "")
+        ),
         actor_kind=str(event.get("actor_kind") or ""),
         via=str(event.get("via") or ""),
         from_state=str(event.get("from_state") or ""),

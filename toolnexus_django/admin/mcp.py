@@ -4,17 +4,15 @@ it took and how it ended (``MCP["AUDIT"]``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from ..models import McpCall
+from .readonly import ReadOnlyAdmin
 
 
 @admin.register(McpCall)
-class McpCallAdmin(admin.ModelAdmin[McpCall]):
+class McpCallAdmin(ReadOnlyAdmin):
     list_display = (
         "at",
         "tool",
@@ -49,13 +47,3 @@ class McpCallAdmin(admin.ModelAdmin[McpCall]):
     @admin.display(description=_("duration"), ordering="duration_ms")
     def duration_display(self, call: McpCall) -> str:
         return f"{call.duration_ms:.1f} ms"
-
-    # The log is written by the endpoint alone: nobody adds, edits or deletes.
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -26,6 +26,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ..models import PushConfig, PushDelivery, TaskRecord
 from ..push import delivery
+from .readonly import ReadOnlyAdmin
 
 #: Never shown, never editable: encrypted, but nobody's business in the admin.
 SECRET_FIELDS = ("token", "credentials")
@@ -318,7 +319,7 @@ class ConfigFilter(admin.SimpleListFilter):
 
 
 @admin.register(PushDelivery)
-class PushDeliveryAdmin(TaskLinkMixin, admin.ModelAdmin):
+class PushDeliveryAdmin(TaskLinkMixin, ReadOnlyAdmin):
     """The delivery log across Tasks, newest first; failing ones by default."""
 
     list_display = (
@@ -358,15 +359,6 @@ class PushDeliveryAdmin(TaskLinkMixin, admin.ModelAdmin):
         own = [f.name for f in PushDelivery._meta.concrete_fields]
         config = ["config__config_id", "config__url", "config__task"]
         return super().get_queryset(request).select_related("config").only(*own, *config)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description=_("task"), ordering="config__task_id")
     def task_column(self, obj: PushDelivery) -> str:

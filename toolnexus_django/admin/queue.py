@@ -32,6 +32,7 @@ from .filters import (
     ToolFilter,
     WaitingStateFilter,
 )
+from .readonly import ReadOnlyAdmin
 from .tasks import TimelineMixin, can_answer
 
 
@@ -43,7 +44,7 @@ class ReviewChangeList(ChangeList):
 
 
 @admin.register(AwaitingHumanTask)
-class AwaitingHumanTaskAdmin(TimelineMixin, admin.ModelAdmin):
+class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
     """The review queue: Tasks in ``input-required`` / ``auth-required``."""
 
     list_display = ("task_link", "asks", "tool_call", "review", "who", "expires")
@@ -126,15 +127,6 @@ class AwaitingHumanTaskAdmin(TimelineMixin, admin.ModelAdmin):
             or request.user.has_perm("toolnexus_django.view_taskrecord")
             or can_answer(request)
         )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     # -- columns --
 

@@ -30,6 +30,7 @@ from .requests import (
     already_answered,
     answerers_for,
     check_answer_data,
+    invalid,
     not_allowed_message,
     tool_that_halted,
 )
@@ -128,13 +129,7 @@ def answer(
             raise AnswerRefused("not-allowed", not_allowed_message(allowed), task=task)
     violations = check_answer_data(pending, given)
     if violations:
-        raise AnswerRefused(
-            "invalid",
-            "The answer does not match the request's schema: "
-            + "; ".join(f"{v['path']}: {v['message']}" for v in violations[:3]),
-            task=task,
-            violations=violations,
-        )
+        raise invalid("The answer does not match the request's schema", violations, task)
     edit = None
     if arguments is not None:
         edit = edited_transcript(private, pending, given, arguments, role=role)

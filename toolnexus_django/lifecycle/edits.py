@@ -21,7 +21,7 @@ from ..agent.transcript import TranscriptError, find_halt, with_arguments
 from ..conf import toolnexus_settings
 from ..schemas import violations_of
 from .private import Private
-from .requests import REVIEWER, AnswerRefused
+from .requests import REVIEWER, AnswerRefused, invalid
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,7 @@ def edited_transcript(
     schema = (private.halt or {}).get("schema")
     violations = violations_of(arguments, schema)
     if violations:
-        raise AnswerRefused(
-            "invalid",
-            "The edited arguments do not match the tool's input schema: "
-            + "; ".join(f"{v['path']}: {v['message']}" for v in violations[:3]),
-            violations=violations,
-        )
+        raise invalid("The edited arguments do not match the tool's input schema", violations)
     style = private.style or "openai"
     try:
         halted = find_halt(private.transcript, style).halted

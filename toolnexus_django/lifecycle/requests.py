@@ -69,6 +69,13 @@ class AnswerRefused(Exception):
         self.violations = violations or []
 
 
+def invalid(what: str, violations: list[dict[str, str]], task: Any = None) -> AnswerRefused:
+    """The refusal of data that breaks a schema: ``what`` does not match, and
+    the first few ways how."""
+    said = "; ".join(f"{v['path']}: {v['message']}" for v in violations[:3])
+    return AnswerRefused("invalid", f"{what}: {said}", task=task, violations=violations)
+
+
 def normalize_answerers(value: Any) -> tuple[str, ...] | None:
     """``"reviewer"`` / ``"requester"`` / a list of them, as a tuple
     (reviewer first); None for anything else."""

@@ -405,3 +405,33 @@ def test_an_expiry_is_in_the_admin_log_as_the_named_user_or_not_at_all(
     [entry] = LogEntry.objects.filter(object_id=logged)
     assert entry.user == bot
     assert entry.change_message == "Expired “Approve the late one?” (not answered in time)"
+
+
+@pytest.mark.django_db
+def test_the_claimed_filter_reads_live_claims_as_the_column_does(rita: Any, sam: Any) -> None:
+    import copy
+
+    from toolnexus_django.stores import get_task_store
+
+    mine, theirs, lapsed, free = (waiting_expense(n) for n in ("mine", "theirs", "lapsed", "free"))
+    claim_task(mine, rita)
+    claim_task(theirs, sam)
+    claim_task(lapsed, rita)
+    store = get_task_store()
+    task = store.get(lapsed)
+    assert task is not None
+    private = lifecycle.read(task)
+    private.review = {"claim": {"by": "rita", "at": "2020-01-01T00:00:00+00:00"}}
+    older = copy.deepcopy(task)
+    lifecycle.write(older, private)
+    assert store.compare_and_set(task, older)  # rita's claim, long lapsed
+
+    as_rita = client_for(rita)
+
+    def listed(value: str) -> set[str]:
+        page = as_rita.get(reverse(QUEUE), {"claimed": value})
+        return {str(r.pk) for r in page.context["cl"].result_list}
+
+    assert listed("mine") == {mine}
+    assert listed("others") == {theirs}
+    assert listed("none") == {lapsed, free}

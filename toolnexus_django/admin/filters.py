@@ -7,11 +7,14 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import CharField, Q, QuerySet
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from ..lifecycle.reviewing import claim_seconds
 from ..models import AwaitingHumanTask, TaskState
 
 #: Request kinds the queue's filter names; any other kind is "other".
@@ -134,8 +137,8 @@ class OwnerFilter(admin.SimpleListFilter):
 
 
 class ClaimFilter(admin.SimpleListFilter):
-    """Claimed by me / by nobody (a lapsed claim counts as nobody's: see
-    the queue's column; this filter reads who last claimed it)."""
+    """Held by me, by nobody, by others — as the queue's column says: a claim
+    older than ``REVIEW["CLAIM_SECONDS"]`` has lapsed and is nobody's."""
 
     title = _("claimed")
     parameter_name = "claimed"
@@ -144,13 +147,19 @@ class ClaimFilter(admin.SimpleListFilter):
         return [("mine", _("by me")), ("none", _("by nobody")), ("others", _("by others"))]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        me = request.user.get_username()
+        if self.value() not in ("mine", "none", "others"):
+            return queryset
+        # Claims store their time as ISO 8601 in UTC: as text, they sort as times.
+        cutoff = (timezone.now() - timedelta(seconds=claim_seconds())).isoformat()
+        # As plain text (a JSON key's own lookups would parse the cutoff as JSON).
+        rows = queryset.annotate(
+            _claim_by=Cast(KT("private__review__claim__by"), CharField()),
+            _claim_at=Cast(KT("private__review__claim__at"), CharField()),
+        )
+        live = Q(_claim_by__isnull=False, _claim_at__gte=cutoff)
+        mine = Q(_claim_by=request.user.get_username())
         if self.value() == "mine":
-            return queryset.filter(private__review__claim__by=me)
-        if self.value() == "none":
-            return queryset.filter(private__review__claim__by__isnull=True)
+            return rows.filter(live & mine)
         if self.value() == "others":
-            return queryset.filter(private__review__claim__by__isnull=False).exclude(
-                private__review__claim__by=me
-            )
-        return queryset
+            return rows.filter(live & ~mine)
+        return rows.exclude(live)

@@ -182,7 +182,8 @@ def test_bulk_approval_of_three_tasks_resumes_each_run(
     for task_id in ids.values():
         page.locator(f"#result_list input.action-select[value='{task_id}']").check()
     page.select_option("select[name=action]", "approve_selected")
-    page.get_by_role("button", name="Go").click()
+    # "Go" (Django 5.2) or "Run" (6.x): the actions bar's one submit button.
+    page.locator(".actions button[name=index]").click()
 
     expect(page.locator("h1")).to_have_text("Approve the selected tasks?")
     listed = page.locator("#tnx-bulk-tasks tbody tr")

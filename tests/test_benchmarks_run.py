@@ -37,3 +37,12 @@ def test_indexes_runs_on_postgresql() -> None:
     out = run("benchmarks/indexes.py", "--rows", "300", "--repeats", "3", "--postgres",
               "--pg-database", name)  # fmt: skip
     assert "Index Scan" in out or "Seq Scan" in out
+
+
+def test_mcp_calls_runs_beside_toolnexus_own_server() -> None:
+    import shutil
+
+    if shutil.which("wrk") is None:
+        pytest.skip("needs wrk (apt-get install wrk)")
+    out = run("benchmarks/mcp_calls.py", "--seconds", "1", "--rounds", "1")
+    assert "toolnexus_serve (this app)" in out and "toolnexus Toolkit.serve" in out

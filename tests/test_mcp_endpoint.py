@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -290,3 +291,48 @@ def test_the_admin_lists_the_calls_read_only(client: Any, django_user_model: Any
     assert detail.status_code == 200
     assert 'name="tool"' not in detail.content.decode()  # read-only: no inputs
     assert client.post(f"/admin/toolnexus_django/mcpcall/{call.pk}/delete/").status_code == 403
+
+
+def test_calls_answered_at_once_are_written_together_each_before_its_answer(
+    monkeypatch: Any,
+) -> None:
+    """Group commit: while one write is under way, the calls that finish join
+    the next one (one insert for them all); none returns before its row is written."""
+    from toolnexus_django.mcp import audit
+
+    written: list[list[str]] = []
+    first_write = asyncio.Event()
+
+    async def slow_run_sync(fn: Any, calls: list[audit.CallRecord]) -> None:
+        written.append([c.tool for c in calls])
+        if len(written) == 1:
+            await first_write.wait()  # the first write takes a while
+
+    monkeypatch.setattr(audit, "run_sync", slow_run_sync)
+
+    def record(tool: str) -> audit.CallRecord:
+        return audit.CallRecord(
+            at=datetime.now(UTC), caller="", caller_name="", tool=tool, arguments_digest="",
+            duration_ms=0.0, outcome="ok",
+        )  # fmt: skip
+
+    async def scenario() -> list[str]:
+        returned: list[str] = []
+
+        async def call(tool: str) -> None:
+            await audit.store_together([record(tool)])
+            returned.append(tool)
+
+        first = asyncio.create_task(call("a"))
+        await asyncio.sleep(0)  # "a" starts the first write
+        await asyncio.sleep(0)
+        rest = [asyncio.create_task(call(t)) for t in ("b", "c", "d")]
+        await asyncio.sleep(0)
+        assert returned == []  # nobody is answered while their write is pending
+        first_write.set()
+        await asyncio.gather(first, *rest)
+        return returned
+
+    returned = asyncio.run(scenario())
+    assert written == [["a"], ["b", "c", "d"]]  # two writes for four calls
+    assert sorted(returned) == ["a", "b", "c", "d"]

@@ -3,13 +3,16 @@ the ``mcp_called`` signal. The arguments are never stored, only their digest."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
+import weakref
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from ..dbthreads import run_sync
 from ..signals import mcp_called
 from .config import mcp_settings
 
@@ -74,3 +77,52 @@ def store(calls: list[CallRecord]) -> None:
         for receiver, response in responses:
             if isinstance(response, Exception):
                 logger.error("signal receiver %r raised %r", receiver, response)
+
+
+class GroupCommit:
+    """The rows of calls answered at the same time, written together: one
+    insert (one commit, one fsync on SQLite) for every call that finished
+    while the previous write was under way. Each call still waits for its own
+    row before its answer is sent; a lone call is written at once."""
+
+    def __init__(self) -> None:
+        self._waiting: list[tuple[list[CallRecord], asyncio.Future[None]]] = []
+        self._writing = False
+
+    async def store(self, calls: list[CallRecord]) -> None:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((calls, done))
+        if not self._writing:
+            self._writing = True
+            asyncio.get_running_loop().create_task(self._write())
+        await done
+
+    async def _write(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                try:
+                    await run_sync(store, [c for calls, _ in batch for c in calls])
+                finally:
+                    for _, done in batch:
+                        if not done.done():
+                            done.set_result(None)
+        finally:
+            self._writing = False
+
+
+_groups: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, GroupCommit] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def store_together(calls: list[CallRecord]) -> None:
+    """:func:`store` from a coroutine, grouped with the calls of the same
+    moment (:class:`GroupCommit`, one per event loop)."""
+    if not calls:
+        return
+    loop = asyncio.get_running_loop()
+    group = _groups.get(loop)
+    if group is None:
+        group = _groups[loop] = GroupCommit()
+    await group.store(calls)

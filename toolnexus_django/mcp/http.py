@@ -136,8 +136,7 @@ async def serve_mcp(scope: Scope, receive: Receive, send: Send) -> None:
         logger.exception("MCP request failed")
         await respond(send, 500, _rpc_error(-32603, "Internal error"), JSON)
         return
-    if reply.calls:
-        await run_sync(audit.store, reply.calls)
+    await audit.store_together(reply.calls)
     headers = [(k, v) for k, v in reply.headers if k.lower() != b"content-length"]
     await respond(send, reply.status, reply.body, headers)
 

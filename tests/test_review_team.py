@@ -435,3 +435,18 @@ def test_the_claimed_filter_reads_live_claims_as_the_column_does(rita: Any, sam:
     assert listed("mine") == {mine}
     assert listed("others") == {theirs}
     assert listed("none") == {lapsed, free}
+
+
+@pytest.mark.django_db
+def test_a_bulk_approval_of_a_four_eyes_task_is_its_first_approval(
+    rita: Any, settings: Any
+) -> None:
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "REVIEW": {"APPROVALS": {"file_expense": 2}}}
+    task_id = waiting_expense("two approvals")
+    as_rita = client_for(rita)
+    form = {"action": "approve_selected", "_selected_action": [task_id], "_confirm": "1"}
+    done = as_rita.post(reverse(QUEUE), form)
+    said = [text for _, text in flashed(as_rita.get(done.url))]
+    assert said == ["1 task took your approval and waits for another reviewer's."]
+    assert lifecycle.phase_of(private_task(task_id)) == lifecycle.states.WAITING
+    assert log_of(task_id) == ["Gave the first approval of “Approve: two approvals?” in bulk"]

@@ -57,7 +57,12 @@ def decide(
                 request.user,
                 done,
                 {
-                    i: decision_message(decision, prompts.get(i), comment=comment, bulk=True)
+                    i: decision_message(
+                        "first_approval" if i in result.approved_once else decision,
+                        prompts.get(i),
+                        comment=comment,
+                        bulk=True,
+                    )
                     for i in done
                 },
             )

@@ -3,11 +3,13 @@ who holds it in the queue, and go on to the next Task nobody else holds."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.translation import gettext
@@ -16,24 +18,22 @@ from .. import lifecycle
 from ..models import AwaitingHumanTask
 from ..review.claims import claim_task, holder, release_task, reviewer_name
 from ..stores.base import Task
-from .display import server_side
+from .filters import live_claim, with_claims
 from .history import decision_message, log_decision
 from .tasks import can_answer
 
 if TYPE_CHECKING:
     from .queue import AwaitingHumanTaskAdmin
 
-#: How many queued Tasks "review next" looks through for one nobody holds.
-NEXT_WINDOW = 200
-
 
 def review_state(task: Task) -> dict[str, Any]:
     """Who holds the Task, and how many of the approvals it needs it has."""
     halt = lifecycle.read(task).halt or {}
+    approvals = lifecycle.approvals_of(task)
     return {
         "holder": holder(task),
-        "done": len(lifecycle.approvals_of(task)),
-        "approvals": lifecycle.approvals_of(task),
+        "done": len(approvals),
+        "approvals": approvals,
         "needed": lifecycle.approvals_needed(halt.get("tool")),
     }
 
@@ -49,63 +49,66 @@ def _queue_url(admin: AwaitingHumanTaskAdmin) -> str:
     return reverse(f"{admin.admin_site.name}:toolnexus_django_awaitinghumantask_changelist")
 
 
-def claim(admin: AwaitingHumanTaskAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
-    """POST: claim the Task (``take_over=1`` to take it from another reviewer)."""
+def _move(
+    admin: AwaitingHumanTaskAdmin,
+    request: HttpRequest,
+    object_id: str,
+    make: Callable[[str], Task],
+    decision: str,
+    said: str,
+) -> HttpResponse | str:
+    """A claim move from the review page (POST, by a reviewer): the Task's
+    id once made and logged; the response for a refusal."""
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     if not can_answer(request):
         raise PermissionDenied
     task_id = unquote(object_id)
-    take_over = request.POST.get("take_over") == "1"
     try:
-        task = claim_task(task_id, request.user, take_over=take_over)
+        task = make(task_id)
     except lifecycle.AnswerRefused as refused:
         admin.message_user(request, str(refused), messages.WARNING)
         return HttpResponseRedirect(_review_url(admin, task_id))
     prompt = (lifecycle.read(task).pending or {}).get("prompt")
-    log_decision(
-        request.user, [task_id], decision_message("take_over" if take_over else "claim", prompt)
-    )
-    admin.message_user(
-        request,
+    log_decision(request.user, [task_id], decision_message(decision, prompt))
+    admin.message_user(request, said, messages.SUCCESS)
+    return task_id
+
+
+def claim(admin: AwaitingHumanTaskAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
+    """POST: claim the Task (``take_over=1`` to take it from another reviewer)."""
+    take_over = request.POST.get("take_over") == "1"
+    done = _move(
+        admin, request, object_id,
+        lambda task_id: claim_task(task_id, request.user, take_over=take_over),
+        "take_over" if take_over else "claim",
         gettext("You are reviewing this task; others see that you hold it."),
-        messages.SUCCESS,
+    )  # fmt: skip
+    return (
+        done if isinstance(done, HttpResponse) else HttpResponseRedirect(_review_url(admin, done))
     )
-    return HttpResponseRedirect(_review_url(admin, task_id))
 
 
 def release(admin: AwaitingHumanTaskAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
     """POST: give the Task back to the queue."""
-    if request.method != "POST":
-        return HttpResponseNotAllowed(["POST"])
-    if not can_answer(request):
-        raise PermissionDenied
-    task_id = unquote(object_id)
-    try:
-        task = release_task(task_id, request.user)
-    except lifecycle.AnswerRefused as refused:
-        admin.message_user(request, str(refused), messages.WARNING)
-        return HttpResponseRedirect(_review_url(admin, task_id))
-    prompt = (lifecycle.read(task).pending or {}).get("prompt")
-    log_decision(request.user, [task_id], decision_message("release", prompt))
-    admin.message_user(
-        request, gettext("Released: the task is back in the queue."), messages.SUCCESS
-    )
+    done = _move(
+        admin, request, object_id, lambda task_id: release_task(task_id, request.user),
+        "release", gettext("Released: the task is back in the queue."),
+    )  # fmt: skip
+    if isinstance(done, HttpResponse):
+        return done
     return HttpResponseRedirect(_queue_url(admin))
 
 
 def next_task_id(request: HttpRequest, after: str | None = None) -> str | None:
     """The newest waiting Task (the queue's order) that nobody but this
-    reviewer holds, other than ``after``."""
-    me = reviewer_name(request.user)
-    rows = AwaitingHumanTask.objects.order_by("-updated_at").defer("task")
+    reviewer holds, other than ``after``: one query."""
+    rows = with_claims(AwaitingHumanTask.objects.order_by("-updated_at"))
+    rows = rows.exclude(live_claim() & ~Q(_claim_by=reviewer_name(request.user)))
     if after:
         rows = rows.exclude(pk=after)
-    for row in rows[:NEXT_WINDOW]:
-        held = holder(server_side(row))
-        if held is None or held["by"] == me:
-            return str(row.pk)
-    return None
+    found = rows.values_list("pk", flat=True).first()
+    return None if found is None else str(found)
 
 
 def review_next(

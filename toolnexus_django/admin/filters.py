@@ -136,9 +136,27 @@ class OwnerFilter(admin.SimpleListFilter):
         return queryset
 
 
+def with_claims(queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """``queryset`` with each Task's claim (who, since when) as plain text
+    columns ``_claim_by`` / ``_claim_at`` (a JSON key's own lookups would
+    parse a compared time as JSON)."""
+    return queryset.annotate(
+        _claim_by=Cast(KT("private__review__claim__by"), CharField()),
+        _claim_at=Cast(KT("private__review__claim__at"), CharField()),
+    )
+
+
+def live_claim() -> Q:
+    """Over :func:`with_claims`: a claim that holds, one younger than
+    ``REVIEW["CLAIM_SECONDS"]`` (as ``lifecycle.claim_of`` reads it). Claims
+    store their time as ISO 8601 in UTC: as text, they sort as times."""
+    cutoff = (timezone.now() - timedelta(seconds=claim_seconds())).isoformat()
+    return Q(_claim_by__isnull=False, _claim_at__gte=cutoff)
+
+
 class ClaimFilter(admin.SimpleListFilter):
-    """Held by me, by nobody, by others — as the queue's column says: a claim
-    older than ``REVIEW["CLAIM_SECONDS"]`` has lapsed and is nobody's."""
+    """Held by me, by nobody, by others — as the queue's column says: a
+    lapsed claim is nobody's."""
 
     title = _("claimed")
     parameter_name = "claimed"
@@ -149,14 +167,7 @@ class ClaimFilter(admin.SimpleListFilter):
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() not in ("mine", "none", "others"):
             return queryset
-        # Claims store their time as ISO 8601 in UTC: as text, they sort as times.
-        cutoff = (timezone.now() - timedelta(seconds=claim_seconds())).isoformat()
-        # As plain text (a JSON key's own lookups would parse the cutoff as JSON).
-        rows = queryset.annotate(
-            _claim_by=Cast(KT("private__review__claim__by"), CharField()),
-            _claim_at=Cast(KT("private__review__claim__at"), CharField()),
-        )
-        live = Q(_claim_by__isnull=False, _claim_at__gte=cutoff)
+        rows, live = with_claims(queryset), live_claim()
         mine = Q(_claim_by=request.user.get_username())
         if self.value() == "mine":
             return rows.filter(live & mine)

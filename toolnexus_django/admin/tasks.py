@@ -17,14 +17,14 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import lifecycle
-from ..lifecycle.requests import ANSWER_PERMISSION
+from ..lifecycle.requests import is_reviewer
 from ..models import TaskRecord, TaskState
 from .display import owner_label, task_of, timeline
 from .push import can_view_push, task_section
 
 
 def can_answer(request: HttpRequest) -> bool:
-    return bool(request.user.is_active and request.user.has_perm(ANSWER_PERMISSION))
+    return is_reviewer(request.user)
 
 
 class TimelineMixin:

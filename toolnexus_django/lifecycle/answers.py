@@ -22,7 +22,6 @@ from .events import SYSTEM, USER
 from .moves import CANCELED_TEXT, Moved, append_history, begin, commit, set_status
 from .private import read
 from .requests import (
-    ANSWER_PERMISSION,
     DECISIONS,
     REVIEWER,
     ROLES,
@@ -30,9 +29,10 @@ from .requests import (
     already_answered,
     answerers_for,
     check_answer_data,
+    check_reviewer,
+    halted_tool_name,
     invalid,
     not_allowed_message,
-    tool_that_halted,
 )
 from .requests import (
     SYSTEM as SYSTEM_ROLE,
@@ -105,8 +105,7 @@ def answer(
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}")
     if role == REVIEWER and user is not None:
-        if not (user.is_active and user.has_perm(ANSWER_PERMISSION)):
-            raise AnswerRefused("not-permitted", "You are not allowed to answer tasks.")
+        check_reviewer(user)
         actor = actor or user.get_username()
     private = read(task)
     pending = private.pending
@@ -122,7 +121,7 @@ def answer(
             f"{pending.get('id')!r}.",
             task=task,
         )
-    tool = tool_that_halted(private.transcript, private.style or "")
+    tool = halted_tool_name(private.halt, private.transcript, private.style or "")
     if role != SYSTEM_ROLE:
         allowed = answerers_for(pending, tool)
         if role not in allowed:

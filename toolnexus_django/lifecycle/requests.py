@@ -76,6 +76,17 @@ def invalid(what: str, violations: list[dict[str, str]], task: Any = None) -> An
     return AnswerRefused("invalid", f"{what}: {said}", task=task, violations=violations)
 
 
+def is_reviewer(user: Any) -> bool:
+    """Whether ``user`` may answer (and claim) Tasks as a reviewer."""
+    return bool(user.is_active and user.has_perm(ANSWER_PERMISSION))
+
+
+def check_reviewer(user: Any) -> None:
+    """Refuse (``not-permitted``) a user who is not a reviewer."""
+    if not is_reviewer(user):
+        raise AnswerRefused("not-permitted", "You are not allowed to answer tasks.")
+
+
 def normalize_answerers(value: Any) -> tuple[str, ...] | None:
     """``"reviewer"`` / ``"requester"`` / a list of them, as a tuple
     (reviewer first); None for anything else."""
@@ -161,6 +172,13 @@ def status_parts(req: dict[str, Any], answerers: tuple[str, ...]) -> tuple[dict[
 def tool_that_halted(transcript: Any, style: str) -> str | None:
     """The name of the tool whose Request stopped the run with ``transcript``."""
     return halted_tool(transcript, style)
+
+
+def halted_tool_name(halt: dict[str, Any] | None, transcript: Any, style: str) -> str | None:
+    """The halted tool's name as suspension recorded it (``halt``), or read
+    from the transcript for a Task suspended before halts were recorded."""
+    recorded = (halt or {}).get("tool")
+    return str(recorded) if recorded else tool_that_halted(transcript, style)
 
 
 def already_answered(event: dict[str, Any], state: str, *, moved_on: bool = False) -> str:

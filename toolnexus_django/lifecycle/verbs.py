@@ -37,7 +37,7 @@ from .moves import (
 )
 from .private import Private, read, write
 from .public import public_status
-from .requests import answerers_for, status_parts, tool_that_halted
+from .requests import answerers_for, status_parts
 
 logger = logging.getLogger("toolnexus_django.lifecycle")
 
@@ -139,7 +139,8 @@ def suspend(
         req = dataclasses.asdict(request)
     else:
         req = dict(request)
-    name = tool_that_halted(transcript, style)
+    halt = halt_of(tool, transcript, style)
+    name = halt["tool"] or None
     answerers = answerers_for(req, name)
     state = states.AUTH_REQUIRED if req.get("kind") == "authorization" else states.INPUT_REQUIRED
     prompt = cut_text(str(req.get("prompt") or "Input required"), max_output_chars())
@@ -152,7 +153,7 @@ def suspend(
         transcript, max_messages=len(transcript), max_chars=max_output_chars()
     )
     private.style = style
-    private.halt = halt_of(tool, name, transcript, style)
+    private.halt = halt
     private.review = None
     return commit(
         store, task, new, private, "suspend", actor=worker, actor_kind=WORKER, via="worker",
@@ -160,17 +161,18 @@ def suspend(
     )  # fmt: skip
 
 
-def halt_of(tool: Any, name: str | None, transcript: Any, style: str) -> dict[str, Any]:
+def halt_of(tool: Any, transcript: Any, style: str) -> dict[str, Any]:
     """What the review queue knows of the halted call: the tool's name and
     arguments, its source and input schema (when the toolkit has it), the
     skill the run loaded last."""
     schema = getattr(tool, "input_schema", None)
     try:
-        arguments: Any = find_halt(transcript, style).halted.arguments
+        halted = find_halt(transcript, style).halted
+        name, arguments = halted.name, halted.arguments
     except TranscriptError:
-        arguments = {}
+        name, arguments = "", {}
     return {
-        "tool": name or "",
+        "tool": name,
         "arguments": arguments,
         "source": str(getattr(tool, "source", "") or ""),
         "schema": schema if isinstance(schema, dict) else None,

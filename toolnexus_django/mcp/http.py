@@ -24,6 +24,7 @@ from django.http import Http404, HttpResponse
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from ..a2a.jsonrpc import RpcError, failure
 from ..conf import toolnexus_settings
 from ..dbthreads import run_sync
 from ..endpoint import BodyTooLarge, ClientGone, authenticate, read_body, respond
@@ -40,9 +41,7 @@ JSON = [(b"content-type", b"application/json")]
 
 
 def _rpc_error(code: int, message: str) -> bytes:
-    return json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-    ).encode()
+    return json.dumps(failure(None, RpcError(code, message))).encode()
 
 
 def too_large(limit: int) -> bytes:

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import lifecycle
-from ..lifecycle.requests import ANSWER_PERMISSION, AnswerRefused
+from ..lifecycle.requests import AnswerRefused, check_reviewer
 from ..stores import TaskStore, get_task_store
 from ..stores.base import Task
 
@@ -22,11 +22,6 @@ from ..stores.base import Task
 def reviewer_name(user: Any) -> str:
     """How a reviewer is named in claims, approvals and events."""
     return str(user.get_username())
-
-
-def _may_review(user: Any) -> None:
-    if not (user.is_active and user.has_perm(ANSWER_PERMISSION)):
-        raise AnswerRefused("not-permitted", "You are not allowed to answer tasks.")
 
 
 def _task(store: TaskStore, task_id: str) -> Task:
@@ -44,7 +39,7 @@ def claim_task(
     """``user`` claims the waiting Task: the Task as saved. Raises
     :class:`AnswerRefused` ``"claimed"`` naming who holds it (unless
     ``take_over``) — also when another reviewer's claim won the race."""
-    _may_review(user)
+    check_reviewer(user)
     store = store or get_task_store()
     task = _task(store, task_id)
     moved = lifecycle.claim_review(store, task, reviewer=reviewer_name(user), take_over=take_over)
@@ -58,7 +53,7 @@ def claim_task(
 
 def release_task(task_id: str, user: Any, *, store: TaskStore | None = None) -> Task:
     """``user`` gives the Task back to the queue."""
-    _may_review(user)
+    check_reviewer(user)
     store = store or get_task_store()
     moved = lifecycle.release_review(store, _task(store, task_id), reviewer=reviewer_name(user))
     if moved is None:

@@ -37,6 +37,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "toolnexus_django",
+    # The demo's own data: expense claims its agent files (testproject/expenses).
+    "testproject.expenses",
 ]
 # django-tasks-db (the tests' db_worker backend) is a test dependency: the
 # demo runs without it (pip install -e '.[demo]').

@@ -11,7 +11,6 @@ PACKAGE = Path(__file__).resolve().parent.parent / "toolnexus_django"
 #: Bottom to top. A module's layer is that of its top-level name in the package.
 LAYERS: list[set[str]] = [
     {
-        "__init__",
         "conf",
         "registry",
         "signals",
@@ -20,12 +19,11 @@ LAYERS: list[set[str]] = [
         "schemas",
         "threads",
         "dbthreads",
-        # The README Install's example tool: imports nothing of the app, so
-        # a project can copy it as it is.
-        "examples",
     },
     {"compat"},
     {"stores", "models", "migrations"},
+    # A project's tools: the run context, the decorator, the connection budget.
+    {"tools"},
     {"agent"},
     {"lifecycle"},
     {"fulfilment", "backends", "tasks"},
@@ -53,6 +51,11 @@ LAYERS: list[set[str]] = [
         # The toolkit as an MCP server: its HTTP edge reuses the endpoint's.
         "mcp",
         "apps",
+        # The README Install's example tool, written as a project writes one
+        # (with toolnexus_django.tool), so it can be copied as it is.
+        "examples",
+        # The package's facade: re-exports the public names of the layers below.
+        "__init__",
     },
 ]
 

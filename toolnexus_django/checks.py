@@ -293,6 +293,7 @@ _WHOLE = {
     "MAX_HISTORY_MESSAGES": False,
     "MAX_MEMORY_MESSAGES": False,
     "DATABASE_THREADS": False,
+    "TOOL_THREADS": False,
     "MAX_RUNS": False,
 }
 #: Settings that must be numbers of seconds > 0 (None allowed where marked).

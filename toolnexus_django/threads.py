@@ -99,6 +99,24 @@ def within_budget(budget: RunBudget | None) -> Iterator[None]:
         _budget.reset(token)
 
 
+_diverted: contextvars.ContextVar[concurrent.futures.Executor | None] = contextvars.ContextVar(
+    "toolnexus_diverted_to", default=None
+)
+
+
+@contextmanager
+def diverting_to(executor: concurrent.futures.Executor) -> Iterator[None]:
+    """Work the enclosed code hands to a :class:`DaemonThreadPool` (the runtime
+    loop's default executor: ``asyncio.to_thread``) goes to ``executor``
+    instead: a tool call's threads are the tool threads, whatever the tool
+    uses to reach them."""
+    token = _diverted.set(executor)
+    try:
+        yield
+    finally:
+        _diverted.reset(token)
+
+
 class _Item(NamedTuple):
     future: concurrent.futures.Future[Any]
     fn: Callable[..., Any]
@@ -148,6 +166,9 @@ class DaemonThreadPool(concurrent.futures.ThreadPoolExecutor):
     def submit(
         self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
     ) -> concurrent.futures.Future[Any]:
+        diverted = _diverted.get()
+        if diverted is not None and diverted is not self:
+            return diverted.submit(fn, *args, **kwargs)
         budget = current_budget()
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         with self._cond:

@@ -28,6 +28,7 @@ from typing import Any
 import toolnexus
 from toolnexus import Answer, Request, ToolContext, ToolResult, pending_of
 
+from ..tools.context import answered_call
 from .transcript import Call, TranscriptError, find_halt
 
 HOOK_NAMES = ("before_llm", "after_llm", "before_tool", "after_tool")
@@ -141,9 +142,11 @@ async def continue_run(
         raise ResumeError(str(exc)) from None
 
     if answer.ok:
-        result = await toolkit.execute(
-            halt.halted.name, halt.halted.arguments, ToolContext(answer=answer)
-        )
+        # current_run() in the answered call names the answer and its approvers.
+        with answered_call(answer):
+            result = await toolkit.execute(
+                halt.halted.name, halt.halted.arguments, ToolContext(answer=answer)
+            )
         again = pending_of(result)
         if again is not None and again.id != request.id:
             # A second, different suspension: the Task waits again, on it.

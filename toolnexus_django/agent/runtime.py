@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import inspect
 import logging
 import os
@@ -30,6 +31,7 @@ from django.utils.module_loading import import_string
 from ..conf import TOOLKIT_KEYS, toolnexus_settings
 from ..registry import PerProcess
 from ..threads import DaemonThreadPool, RunBudget, current_budget, within_budget
+from ..tools import budgeted
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +87,8 @@ async def build_toolkit(setting: Any = None) -> toolnexus.Toolkit:
         if inspect.isawaitable(made):
             made = await made
         return made
-    tools = [_load(t, "TOOLKIT") for t in cfg.get("tools") or ()]
+    # Plain native tools get the connection budget that toolnexus_django.tool has.
+    tools = [budgeted(_load(t, "TOOLKIT")) for t in cfg.get("tools") or ()]
     extra = {k: v for k, v in cfg.items() if k not in TOOLKIT_KEYS}
     dirs = skills_dirs(cfg)
     return await toolnexus.create_toolkit(
@@ -289,10 +292,11 @@ class AgentRuntime:
 
     # -- running ---------------------------------------------------------------
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Start ``coro`` on the runtime's loop in a context of its own (see :func:`_isolated`)."""
         if self.loop is None or not self.alive:
             coro.close()
             raise RuntimeError("the agent runtime is not running")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return asyncio.run_coroutine_threadsafe(_isolated(coro), self.loop)
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the runtime's loop and wait (at most ``timeout`` s).
@@ -353,16 +357,11 @@ class AgentRuntime:
         history: list[dict[str, Any]] | None = None,
         timeout: float | None = None,
         handle: RunHandle | None = None,
+        toolkit: Any = None,
     ) -> toolnexus.RunResult:
-        """:meth:`run` for a coroutine on the runtime's loop."""
-        client, toolkit = self.client, self.toolkit
-        assert client is not None
-
-        async def run() -> toolnexus.RunResult:
-            cancel = handle.token() if handle is not None else None
-            return await client.run(text, toolkit, history=history, cancel=cancel)
-
-        return await self.acall(run(), timeout)
+        """:meth:`run` for a coroutine on the runtime's loop; ``toolkit``: the
+        run's view of the process's toolkit (the tools its owner may use)."""
+        return await self.acall(self._agent_run(text, history, handle, toolkit), timeout)
 
     def run(
         self,
@@ -374,14 +373,25 @@ class AgentRuntime:
     ) -> toolnexus.RunResult:
         """One agent run of ``text`` through the client loop with the toolkit;
         ``handle`` can stop it from another thread."""
-        client, toolkit = self.client, self.toolkit
-        assert client is not None
+        return self.call(self._agent_run(text, history, handle, None), timeout)
 
-        async def run() -> toolnexus.RunResult:
-            cancel = handle.token() if handle is not None else None
-            return await client.run(text, toolkit, history=history, cancel=cancel)
+    async def _agent_run(
+        self,
+        text: str,
+        history: list[dict[str, Any]] | None,
+        handle: RunHandle | None,
+        toolkit: Any,
+    ) -> toolnexus.RunResult:
+        assert self.client is not None
+        cancel = handle.token() if handle is not None else None
+        tools = toolkit if toolkit is not None else self.toolkit
+        return await self.client.run(text, tools, history=history, cancel=cancel)
 
-        return self.call(run(), timeout)
+
+async def _isolated(coro: Coroutine[Any, Any, T]) -> T:
+    # Nothing of the submitting thread's context variables: a request's asgiref
+    # thread-sensitive context would pin the run's async ORM calls to its thread.
+    return await asyncio.create_task(coro, context=contextvars.Context())
 
 
 async def _within(budget: RunBudget, coro: Coroutine[Any, Any, T]) -> T:

@@ -32,6 +32,8 @@ from ..lifecycle import states
 from ..signals import awaiting_human, run_finished
 from ..stores import TaskStore, get_task_store
 from ..stores.base import Task, state_of
+from ..tools.context import running
+from ..tools.offered import prepare_run
 from .leases import RunningRun, keeper, lease_seconds, worker_id
 
 logger = logging.getLogger("toolnexus_django.fulfilment")
@@ -70,12 +72,21 @@ async def fulfil(task_id: str, store: TaskStore, db: Db) -> str:
                 get_conversation_store(), private.owner, claimed.get("contextId")
             )
         )
-        result = await runtime.arun(
-            private.input_text,
-            history=history,
-            timeout=toolnexus_settings.RUN_TIMEOUT,
-            handle=handle,
+        run, toolkit = await db(
+            prepare_run,
+            runtime.toolkit,
+            task_id=claimed["id"],
+            context_id=claimed.get("contextId"),
+            owner_id=private.owner,
         )
+        with running(run):
+            result = await runtime.arun(
+                private.input_text,
+                history=history,
+                timeout=toolnexus_settings.RUN_TIMEOUT,
+                handle=handle,
+                toolkit=toolkit,
+            )
         return result, getattr(runtime.client, "style", "openai")
 
     return await _run(store, claimed, work, db)
@@ -102,18 +113,28 @@ async def resume(task_id: str, store: TaskStore, db: Db) -> str:
         style = private.style or "openai"
         runtime = get_runtime()
         assert runtime.client is not None and runtime.toolkit is not None
-        result = await runtime.acall(
-            continue_run(
-                runtime.client,
-                runtime.toolkit,
-                transcript=private.transcript or [],
-                style=style,
-                request=Request(**(private.pending or {})),
-                answer=Answer(**(private.answer or {})),
-                handle=handle,
-            ),
-            timeout=toolnexus_settings.RUN_TIMEOUT,
+        answer = Answer(**(private.answer or {}))
+        run, toolkit = await db(
+            prepare_run,
+            runtime.toolkit,
+            task_id=moved.task["id"],
+            context_id=moved.task.get("contextId"),
+            owner_id=private.owner,
+            resumed=(answer, private.approved_by or ()),
         )
+        with running(run):
+            result = await runtime.acall(
+                continue_run(
+                    runtime.client,
+                    toolkit,
+                    transcript=private.transcript or [],
+                    style=style,
+                    request=Request(**(private.pending or {})),
+                    answer=answer,
+                    handle=handle,
+                ),
+                timeout=toolnexus_settings.RUN_TIMEOUT,
+            )
         return result, style
 
     return await _run(store, moved.task, work, db)

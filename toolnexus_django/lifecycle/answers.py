@@ -160,6 +160,9 @@ def answer(
     append_history(new, question, message)
     record_outcome(new, pending, decision)
     private.phase, private.answer = states.ANSWERED, dataclasses.asdict(given)
+    # Who approved the call, for the tool that runs it (current_run().approved_by).
+    approved = given.ok and role == REVIEWER and bool(actor)
+    private.approved_by = (approvers or [str(actor)]) if approved else None
     detail = {
         "decision": decision,
         "role": role,

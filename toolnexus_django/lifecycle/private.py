@@ -26,6 +26,8 @@ reviewed       what the last answered Request's reviewer saw:        answer
                ``{"pending", "halt", "transcript", "style"}``; kept
                after the run ends (the read-only review page)
 answer         the Answer taken, until the resumed run ends          answer
+approved_by    the reviewers who approved it, in order (the          answer
+               answered call's ``current_run().approved_by``)
 lease          ``{"owner", "until"}``: which worker, until when      claim, renew
 worker         who ran it last (kept after the lease)                claim
 attempts       runs started                                          claim, resume
@@ -65,6 +67,7 @@ _KNOWN = (
     "review",
     "reviewed",
     "answer",
+    "approved_by",
     "resuming",
     "lease",
     "worker",
@@ -98,6 +101,7 @@ class Private:
     review: dict[str, Any] | None = None
     reviewed: dict[str, Any] | None = None
     answer: dict[str, Any] | None = None
+    approved_by: list[str] | None = None
     lease: Lease | None = None
     worker: str | None = None
     attempts: int = 0
@@ -112,7 +116,7 @@ class Private:
     def drop_suspension(self) -> None:
         """Forget what only a suspended run needs."""
         self.pending = self.transcript = self.style = self.answer = None
-        self.halt = self.review = None
+        self.halt = self.review = self.approved_by = None
 
 
 def _whole(value: Any) -> int:
@@ -148,6 +152,9 @@ def read(task: Task | None) -> Private:
         review=raw.get("review") if isinstance(raw.get("review"), dict) else None,
         reviewed=raw.get("reviewed") if isinstance(raw.get("reviewed"), dict) else None,
         answer=answer if isinstance(answer, dict) else None,
+        approved_by=[str(a) for a in raw["approved_by"]]
+        if isinstance(raw.get("approved_by"), list)
+        else None,
         lease=Lease(str(lease.get("owner") or ""), str(lease.get("until") or ""))
         if isinstance(lease, dict)
         else None,
@@ -168,7 +175,8 @@ def write(task: Task, private: Private) -> None:
     out["input"] = {"text": private.input_text}
     out["phase"] = private.phase
     for key in (
-        "pending", "transcript", "style", "halt", "review", "reviewed", "answer", "worker",
+        "pending", "transcript", "style", "halt", "review", "reviewed", "answer",
+        "approved_by", "worker",
         "error",
         "usage", "turns", "message_key",
     ):  # fmt: skip

@@ -147,6 +147,7 @@ def suspend(
     set_status(new, state, prompt, status_parts(req, answerers))
     worker = private.lease.owner if private.lease else ""
     private.phase, private.lease, private.answer = states.WAITING, None, None
+    private.approved_by = None
     private.pending = req
     # Each message's text bounded; never trimmed in count (resume needs the halt).
     private.transcript = bound_transcript(

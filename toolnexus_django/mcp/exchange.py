@@ -17,6 +17,7 @@ from typing import Any
 from toolnexus import build_mcp_server, exposed_mcp_tools
 from toolnexus.mcp_serve import serve_mcp_http_request
 
+from ..tools.context import new_run, running
 from .audit import Caller, CallRecord
 from .config import mcp_settings, serve_config
 from .guard import audit_calls, guarded
@@ -75,9 +76,12 @@ async def serve_exchange(toolkit: Any, request: Exchange) -> Reply:
         calls,
         None if limit is None else int(limit),
     )
-    status, headers, body = await serve_mcp_http_request(
-        server, request.method, request.path, request.headers, request.body
-    )
+    # A tool's current_run() names the caller as its owner (no Task).
+    caller = new_run(task_id=None, context_id=None, owner_id=request.caller.id or None, via="mcp")
+    with running(caller):
+        status, headers, body = await serve_mcp_http_request(
+            server, request.method, request.path, request.headers, request.body
+        )
     return Reply(int(status), list(headers), bytes(body), calls)
 
 

@@ -1,0 +1,113 @@
+"""``approval=``: a tool whose body runs only once a person said yes.
+
+The first call of such a tool returns toolnexus's ``pending(...)`` — a
+Request the run stops on, shown in the admin's review queue with the call's
+arguments — and the body does not run. When a person answers, the run
+resumes and toolnexus calls the tool again with ``ctx.answer``: ``ok`` runs
+the body (once: only one process resumes a Task), anything else returns the
+reason to the model. Who may answer, four eyes, edits and expiry are the
+Request's usual rules (``ANSWERERS``, ``TOOL_ANSWERERS``, ``REVIEW``).
+"""
+
+from __future__ import annotations
+
+import string
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import toolnexus
+from toolnexus import Answer, ToolResult
+
+_KEYS = {"prompt", "kind", "schema", "data", "expires_in"}
+
+
+@dataclass(frozen=True)
+class Approval:
+    """What a tool's Request asks: its prompt (formatted with the call's
+    arguments, ``"Refund {amount} on order {order_id}?"``), its kind, the
+    schema an answer's data must match, extra data, and how long it waits."""
+
+    prompt: str
+    kind: str = "approval"
+    schema: Mapping[str, Any] | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    expires_in: float | None = None
+
+    @classmethod
+    def of(cls, value: str | Mapping[str, Any] | Approval) -> Approval:
+        """``approval=`` as the decorator takes it: a prompt, a dict, or an Approval."""
+        if isinstance(value, Approval):
+            return value
+        if isinstance(value, str):
+            return cls(prompt=value)
+        if isinstance(value, Mapping):
+            unknown = set(value) - _KEYS
+            if unknown:
+                raise TypeError(
+                    f"approval= takes the keys {sorted(_KEYS)}; unknown: {sorted(unknown)}"
+                )
+            if not isinstance(value.get("prompt"), str):
+                raise TypeError('approval= needs a "prompt" (a string)')
+            expires = value.get("expires_in")
+            if expires is not None and (isinstance(expires, bool) or float(expires) <= 0):
+                raise TypeError('approval "expires_in" must be a number of seconds > 0')
+            return cls(
+                prompt=value["prompt"],
+                kind=str(value.get("kind") or "approval"),
+                schema=value.get("schema"),
+                data=dict(value.get("data") or {}),
+                expires_in=None if expires is None else float(expires),
+            )
+        raise TypeError(
+            f"approval= takes a prompt, a dict or an Approval, not {type(value).__name__}"
+        )
+
+    def check_prompt(self, parameters: set[str]) -> None:
+        """Refuse, at decoration, a prompt naming a field the tool does not take."""
+        for _, name, _, _ in string.Formatter().parse(self.prompt):
+            if name is None:
+                continue
+            root = name.split(".")[0].split("[")[0]
+            if root and root not in parameters:
+                raise TypeError(
+                    f"the approval prompt {self.prompt!r} names {{{root}}}, "
+                    f"which is not an argument of the tool ({sorted(parameters)})"
+                )
+
+    def request(self, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """The Request the first call returns: the run stops on it."""
+        # The call's arguments are not copied here: the review page shows the
+        # halted call itself, which is what an edit changes and what runs.
+        data: dict[str, Any] = {**self.data, "tool": tool}
+        if self.schema is not None:
+            data["schema"] = dict(self.schema)
+        expires = None
+        if self.expires_in is not None:
+            at = datetime.now(UTC) + timedelta(seconds=self.expires_in)
+            expires = at.isoformat(timespec="seconds").replace("+00:00", "Z")
+        return toolnexus.pending(
+            kind=self.kind,
+            # Unique across processes (toolnexus's default ids are per process).
+            id=f"{tool}-{uuid.uuid4().hex}",
+            prompt=self.prompt.format_map(_Arguments(arguments)),
+            data=data,
+            expiresAt=expires,
+        )
+
+
+def refused(answer: Answer) -> ToolResult:
+    """What the model reads when the person did not approve: the body never ran."""
+    return ToolResult(
+        output=f"Not approved ({answer.reason or 'declined'}): nothing was done.",
+        is_error=True,
+    )
+
+
+class _Arguments(dict[str, Any]):
+    """The call's arguments for the prompt; one the model left out reads as ""."""
+
+    def __missing__(self, key: str) -> str:
+        return ""

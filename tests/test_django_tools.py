@@ -50,7 +50,11 @@ def test_current_run_names_the_task_its_context_and_its_owner_in_sync_and_async_
     assert task["status"]["state"] == "completed"
     [(_, sync), (_, coro)] = django_tools.SEEN
     for said in (sync, coro):
-        assert (said["task_id"], said["context_id"], said["owner"]) == (task["id"], "ctx-1", "alice")
+        assert (said["task_id"], said["context_id"], said["owner"]) == (
+            task["id"],
+            "ctx-1",
+            "alice",
+        )
         assert said["answer"] is None and said["approved_by"] == ()
     assert sync["thread"].startswith("toolnexus-tool")
 

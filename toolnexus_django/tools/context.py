@@ -56,7 +56,7 @@ def load_user(owner_id: str | None) -> Any:
         return AnonymousUser()
     model = get_user_model()
     try:
-        pk = model._meta.pk.to_python(owner_id)  # type: ignore[union-attr]
+        pk = model._meta.pk.to_python(owner_id)
     except Exception:  # an owner id of another user model's shape
         return AnonymousUser()
     return model._default_manager.filter(pk=pk).first() or AnonymousUser()

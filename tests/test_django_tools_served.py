@@ -37,15 +37,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 REVIEW = "admin:toolnexus_django_awaitinghumantask_review"
 SETTINGS = {"DJANGO_SETTINGS_MODULE": "tests.served_settings"}
-#: The tools of tests/served_settings.py, for this (the web) process.
-TOOLS = [
-    "tests.django_tools.whoami",
-    "tests.django_tools.awhoami",
-    "tests.django_tools.approved_group",
-    "tests.django_tools.anote",
-    "testproject.expenses.tools.file_expense",
-    "testproject.expenses.tools.my_expenses",
-]
 
 
 @pytest.fixture
@@ -57,17 +48,18 @@ def rita(django_user_model: Any) -> Any:
 
 
 def web_process(configure: Any, fake: FakeLLM, backend: str | None = "database") -> None:
-    """This process as the web process of a db_worker deployment: it accepts
-    Tasks and hosts the admin; the workers run them (``backend=None``: it
-    runs them itself)."""
-    from django.conf import settings
+    """This process as the web process of a db_worker deployment, set as
+    the workers are (tests/served_settings.py): it accepts Tasks and hosts
+    the admin; the workers run them (``backend=None``: it runs them itself)."""
+    from tests import served_settings
 
+    served = served_settings.TOOLNEXUS
     configure(
         fake,
         TASK_BACKEND=backend,
-        TOOLKIT={**settings.TOOLNEXUS["TOOLKIT"], "tools": TOOLS},
-        AUTHENTICATION_CLASSES=["rest_framework.authentication.BasicAuthentication"],
-        PERMISSION_CLASSES=["rest_framework.permissions.IsAuthenticated"],
+        TOOLKIT=served["TOOLKIT"],
+        AUTHENTICATION_CLASSES=served["AUTHENTICATION_CLASSES"],
+        PERMISSION_CLASSES=served["PERMISSION_CLASSES"],
     )
 
 

@@ -6,6 +6,8 @@ TOOLNEXUS_STORE   default "django" ("memory", "file:<dir>", "django")
 TOOLNEXUS_TASK_BACKEND  unset: the in-process backend; "database": django-tasks-db
 TOOLNEXUS_LEASE_SECONDS / _MAX_ATTEMPTS / _REQUEUE_AFTER / _SWEEP_INTERVAL: recovery timing
 TOOLNEXUS_MCP_TOOLS  unset: no MCP endpoint; "__all__" or comma-separated tool names
+DEMO_TOOLKIT      "expenses" (default): the expenses app's tools, acting as the signed-in
+                  requester; "example": the permission-free example tools (the test suite's)
 LLM_BASE_URL      unset: a deterministic offline demo model runs in-process
 LLM_STYLE         openai | anthropic (default openai)
 LLM_MODEL         default "demo-model"
@@ -19,6 +21,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -131,6 +134,30 @@ TASKS = {"default": {"BACKEND": "toolnexus_django.backends.InProcessBackend"}}
 if HAS_TASKS_DB:
     TASKS["database"] = {"BACKEND": "django_tasks_db.DatabaseBackend"}
 
+#: The demo's toolkits, chosen by DEMO_TOOLKIT.
+#: "expenses": the demo agent — file_expense and my_expenses act on the
+#:   expenses app as the person who asked (testproject/expenses/tools.py), so
+#:   they are offered only to a signed-in requester allowed to use them.
+#: "example": the app's example file_expense (no permission, no database):
+#:   what the test suite scripts, anonymous callers and all (tests/conftest.py
+#:   selects it for the suite and for every server it starts).
+DEMO_TOOLKITS: dict[str, list[str]] = {
+    "expenses": [
+        "testproject.expenses.tools.file_expense",
+        "testproject.expenses.tools.my_expenses",
+        "testproject.demo.ask_requester",
+        "testproject.demo.pay_supplier",
+    ],
+    "example": [
+        "testproject.demo.file_expense",
+        "testproject.demo.ask_requester",
+        "testproject.demo.pay_supplier",
+    ],
+}
+_toolkit = os.environ.get("DEMO_TOOLKIT") or "expenses"
+if _toolkit not in DEMO_TOOLKITS:
+    raise ImproperlyConfigured(f"DEMO_TOOLKIT must be one of {sorted(DEMO_TOOLKITS)}")
+
 TOOLNEXUS = {
     "STORE": os.environ.get("TOOLNEXUS_STORE", "django"),
     "AGENT": {
@@ -142,11 +169,7 @@ TOOLNEXUS = {
     "TOOLKIT": {
         "skills_dir": BASE_DIR / "testproject" / "skills",
         "builtins": False,
-        "tools": [
-            "testproject.demo.file_expense",
-            "testproject.demo.ask_requester",
-            "testproject.demo.pay_supplier",
-        ],
+        "tools": DEMO_TOOLKITS[_toolkit],
     },
     # Human review: payments need two different reviewers (four eyes); expense
     # claims one. Claims lapse after TOOLNEXUS_CLAIM_SECONDS (15 minutes).
@@ -177,8 +200,14 @@ TOOLNEXUS = {
         "TIMEOUT": float(os.environ.get("TOOLNEXUS_PUSH_TIMEOUT", "10")),
         "RETRY_DELAY": float(os.environ.get("TOOLNEXUS_PUSH_RETRY_DELAY", "1")),
     },
-    # The demo endpoint is open; real projects pick DRF classes here.
-    "AUTHENTICATION_CLASSES": [],
+    # The demo endpoint knows who asks (HTTP Basic, or a signed-in admin
+    # session) — the expenses tools act as that person — and stays open to
+    # anonymous callers, who are offered only the tools that need no
+    # permission. Real projects pick their DRF classes here (README, "Security").
+    "AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.BasicAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
     "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
 }
 # The toolkit as an MCP server at /agent/mcp: TOOLNEXUS_MCP_TOOLS = "__all__" or

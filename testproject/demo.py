@@ -9,7 +9,7 @@ deterministic offline model for when no LLM_BASE_URL is set.
 The ``file_expense`` here is the app's example tool
 (:mod:`toolnexus_django.examples`, no database), re-exported for the
 "example" toolkit; the demo's own toolkit files real rows with
-``testproject.expenses.tools`` (settings, ``DEMO_TOOLKIT``)."""
+``testproject.expenses.tools`` (settings, ``DEMO_AGENT``)."""
 
 from __future__ import annotations
 

@@ -17,21 +17,29 @@ from tests.fakes import FakeLLM
 pytest_plugins = ["tests.fakes.pytest_plugin"]
 
 #: The suite scripts the model to call the app's *example* file_expense, from
-#: anonymous callers and all: it runs on testproject's "example" toolkit. The
-#: demo's own toolkit ("expenses", its default) offers its tools only to a
-#: signed-in requester allowed to use them; tests/test_demo_*.py select it.
-#: Every process the tests start copies this environment.
-os.environ["DEMO_TOOLKIT"] = "example"
+#: anonymous callers and all, on an endpoint without authentication: it runs
+#: on testproject's "example" agent. The demo's own ("expenses", its default)
+#: offers its tools only to a signed-in requester allowed to use them;
+#: tests/test_demo_*.py select it. Every process the tests start copies this
+#: environment.
+os.environ["DEMO_AGENT"] = "example"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """This process read testproject.settings before this file (pytest-django
-    loads the settings first): give it the toolkit its children get."""
+    loads the settings first): give it the agent its children get."""
     from django.conf import settings
     from django.test.utils import override_settings
 
-    toolkit = {**settings.TOOLNEXUS["TOOLKIT"], "tools": settings.DEMO_TOOLKITS["example"]}
-    override_settings(TOOLNEXUS={**settings.TOOLNEXUS, "TOOLKIT": toolkit}).enable()
+    example = settings.DEMO_AGENTS["example"]
+    toolkit = {**settings.TOOLNEXUS["TOOLKIT"], "tools": example["tools"]}
+    override_settings(
+        TOOLNEXUS={
+            **settings.TOOLNEXUS,
+            "TOOLKIT": toolkit,
+            "AUTHENTICATION_CLASSES": example["authentication"],
+        }
+    ).enable()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

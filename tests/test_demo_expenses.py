@@ -25,8 +25,8 @@ CLAIM = "file an expense of 42 for a taxi"
 
 @pytest.fixture(autouse=True)
 def demo_toolkit(settings: Any) -> None:
-    """The demo's own toolkit (the suite runs on the example one: tests/conftest.py)."""
-    tools = settings.DEMO_TOOLKITS["expenses"]
+    """The demo's own tools (the suite runs on the example agent: tests/conftest.py)."""
+    tools = settings.DEMO_AGENTS["expenses"]["tools"]
     settings.TOOLNEXUS = {
         **settings.TOOLNEXUS,
         "TOOLKIT": {**settings.TOOLNEXUS["TOOLKIT"], "tools": tools},

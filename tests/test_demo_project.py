@@ -32,7 +32,7 @@ def answer_text(task: dict[str, Any]) -> str:
 
 def test_the_quick_start_files_an_approved_expense_as_the_requester(tmp_path: Path) -> None:
     call_command("demo_users", stdout=io.StringIO())
-    with serve(tmp_path, "--workers", "1", env={"DEMO_TOOLKIT": "expenses"}) as server:
+    with serve(tmp_path, "--workers", "1", env={"DEMO_AGENT": "expenses"}) as server:
         endpoint = server.wait_ready()["url"]
 
         anonymous = RpcClient(endpoint)

@@ -1,12 +1,15 @@
-"""The demo agent's parts: three native tools that stop for a person —
+"""The demo agent's parts: native tools that stop for a person —
 ``file_expense`` asks a *reviewer* to approve (kind ``approval``: the
 requester can never approve its own claim), ``pay_supplier`` asks two
 different reviewers (four eyes, set in the settings' ``REVIEW``),
 ``ask_requester`` asks the *requester* for missing details (kind ``input``,
 answered by a message with the taskId, or by a reviewer) — and a
-deterministic offline model for when
-no LLM_BASE_URL is set. ``file_expense`` is the app's example tool
-(:mod:`toolnexus_django.examples`), re-exported here."""
+deterministic offline model for when no LLM_BASE_URL is set.
+
+The ``file_expense`` here is the app's example tool
+(:mod:`toolnexus_django.examples`, no database), re-exported for the
+"example" toolkit; the demo's own toolkit files real rows with
+``testproject.expenses.tools`` (settings, ``DEMO_AGENT``)."""
 
 from __future__ import annotations
 
@@ -98,37 +101,60 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
+#: What an expense is for: "file an expense of 42 for a taxi" -> "a taxi".
+_FOR = re.compile(r"\bfor\s+(.+?)\s*[.!?]*$", re.I | re.S)
+_MINE = re.compile(r"\bmy\s+(?:expenses|expense\s+claims|claims)\b", re.I)
+
+
+def _offered(request: dict[str, Any]) -> set[str]:
+    """The tools the run offers the model (a run's owner without a tool's
+    permission is not offered it)."""
+    names = set()
+    for declared in request.get("tools") or []:
+        function = declared.get("function") if isinstance(declared, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            names.add(function["name"])
+    return names
+
+
+def _call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
 def demo_generate(request: dict[str, Any]) -> dict[str, Any]:
-    """A deterministic stand-in model: expense requests call ``file_expense``,
-    trips call ``ask_requester``, tool results are reported back, anything
-    else gets a short summary."""
+    """A deterministic stand-in model: "my expenses" calls ``my_expenses``,
+    expense requests call ``file_expense``, trips call ``ask_requester`` —
+    each only if the run offers it, as a real model would — tool results are
+    reported back, anything else gets a short summary."""
     messages = request.get("messages") or []
     last = messages[-1] if messages else {}
     if last.get("role") == "tool":
         return {"content": f"Done. {last.get('content', '')}"}
     text = _last_user_text(messages)
+    offered = _offered(request)
     if "trip" in text.lower():
-        return {
-            "tool_calls": [
-                {
-                    "name": "ask_requester",
-                    "arguments": {"question": "Where to, and on which dates?"},
-                }
-            ]
-        }
+        return _call("ask_requester", question="Where to, and on which dates?")
+    if _MINE.search(text):
+        if "my_expenses" not in offered:
+            return {"content": _not_offered("show your expense claims", "view")}
+        return _call("my_expenses")
     match = _AMOUNT.search(text)
     if "expense" in text.lower() and match:
-        return {
-            "tool_calls": [
-                {
-                    "name": "file_expense",
-                    "arguments": {"amount": float(match.group(1)), "description": text[:80]},
-                }
-            ]
-        }
+        if "file_expense" not in offered:
+            return {"content": _not_offered("file expense claims for you", "add")}
+        purpose = _FOR.search(text[match.end() :])
+        description = (purpose.group(1) if purpose else text)[:80]
+        return _call("file_expense", amount=float(match.group(1)), description=description)
     words = text.split()
     summary = " ".join(words[:12]) + (" ..." if len(words) > 12 else "")
     return {"content": f"Summary ({len(words)} words): {summary}"}
+
+
+def _not_offered(what: str, action: str) -> str:
+    return (
+        f"I cannot {what}: sign in as someone who may {action} expenses "
+        "(HTTP Basic, e.g. curl -u alice:alice-pw; manage.py demo_users makes alice)."
+    )
 
 
 def offline_client() -> toolnexus.Client:

@@ -6,6 +6,9 @@ TOOLNEXUS_STORE   default "django" ("memory", "file:<dir>", "django")
 TOOLNEXUS_TASK_BACKEND  unset: the in-process backend; "database": django-tasks-db
 TOOLNEXUS_LEASE_SECONDS / _MAX_ATTEMPTS / _REQUEUE_AFTER / _SWEEP_INTERVAL: recovery timing
 TOOLNEXUS_MCP_TOOLS  unset: no MCP endpoint; "__all__" or comma-separated tool names
+DEMO_AGENT        "expenses" (default): the expenses app's tools, acting as the signed-in
+                  requester; "example": the permission-free example tools on an endpoint
+                  without authentication (the test suite's)
 LLM_BASE_URL      unset: a deterministic offline demo model runs in-process
 LLM_STYLE         openai | anthropic (default openai)
 LLM_MODEL         default "demo-model"
@@ -19,6 +22,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -131,6 +135,42 @@ TASKS = {"default": {"BACKEND": "toolnexus_django.backends.InProcessBackend"}}
 if HAS_TASKS_DB:
     TASKS["database"] = {"BACKEND": "django_tasks_db.DatabaseBackend"}
 
+#: The demo's agent, chosen by DEMO_AGENT: its tools, and how its endpoint
+#: learns who asks (anonymous callers are admitted either way).
+#: "expenses" (the default): file_expense and my_expenses act on the expenses
+#:   app as the person who asked (testproject/expenses/tools.py), so they are
+#:   offered only to a signed-in requester allowed to use them; the endpoint
+#:   knows who asks (HTTP Basic, or a signed-in admin session).
+#: "example": the app's example file_expense (no permission, no database) on
+#:   an endpoint without authentication: what the test suite was written
+#:   against, anonymous callers and all (tests/conftest.py selects it for the
+#:   suite and for every server it starts).
+DEMO_AGENTS: dict[str, dict[str, list[str]]] = {
+    "expenses": {
+        "tools": [
+            "testproject.expenses.tools.file_expense",
+            "testproject.expenses.tools.my_expenses",
+            "testproject.demo.ask_requester",
+            "testproject.demo.pay_supplier",
+        ],
+        "authentication": [
+            "rest_framework.authentication.BasicAuthentication",
+            "rest_framework.authentication.SessionAuthentication",
+        ],
+    },
+    "example": {
+        "tools": [
+            "testproject.demo.file_expense",
+            "testproject.demo.ask_requester",
+            "testproject.demo.pay_supplier",
+        ],
+        "authentication": [],
+    },
+}
+_agent = os.environ.get("DEMO_AGENT") or "expenses"
+if _agent not in DEMO_AGENTS:
+    raise ImproperlyConfigured(f"DEMO_AGENT must be one of {sorted(DEMO_AGENTS)}")
+
 TOOLNEXUS = {
     "STORE": os.environ.get("TOOLNEXUS_STORE", "django"),
     "AGENT": {
@@ -142,11 +182,7 @@ TOOLNEXUS = {
     "TOOLKIT": {
         "skills_dir": BASE_DIR / "testproject" / "skills",
         "builtins": False,
-        "tools": [
-            "testproject.demo.file_expense",
-            "testproject.demo.ask_requester",
-            "testproject.demo.pay_supplier",
-        ],
+        "tools": DEMO_AGENTS[_agent]["tools"],
     },
     # Human review: payments need two different reviewers (four eyes); expense
     # claims one. Claims lapse after TOOLNEXUS_CLAIM_SECONDS (15 minutes).
@@ -177,8 +213,10 @@ TOOLNEXUS = {
         "TIMEOUT": float(os.environ.get("TOOLNEXUS_PUSH_TIMEOUT", "10")),
         "RETRY_DELAY": float(os.environ.get("TOOLNEXUS_PUSH_RETRY_DELAY", "1")),
     },
-    # The demo endpoint is open; real projects pick DRF classes here.
-    "AUTHENTICATION_CLASSES": [],
+    # The demo endpoint is open to anonymous callers, who are offered only the
+    # tools that need no permission; the expenses agent also knows who asks.
+    # Real projects pick their DRF classes here (README, "Security").
+    "AUTHENTICATION_CLASSES": DEMO_AGENTS[_agent]["authentication"],
     "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
 }
 # The toolkit as an MCP server at /agent/mcp: TOOLNEXUS_MCP_TOOLS = "__all__" or

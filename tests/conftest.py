@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -14,6 +15,31 @@ import pytest
 from tests.fakes import FakeLLM
 
 pytest_plugins = ["tests.fakes.pytest_plugin"]
+
+#: The suite scripts the model to call the app's *example* file_expense, from
+#: anonymous callers and all, on an endpoint without authentication: it runs
+#: on testproject's "example" agent. The demo's own ("expenses", its default)
+#: offers its tools only to a signed-in requester allowed to use them;
+#: tests/test_demo_*.py select it. Every process the tests start copies this
+#: environment.
+os.environ["DEMO_AGENT"] = "example"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """This process read testproject.settings before this file (pytest-django
+    loads the settings first): give it the agent its children get."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    example = settings.DEMO_AGENTS["example"]
+    toolkit = {**settings.TOOLNEXUS["TOOLKIT"], "tools": example["tools"]}
+    override_settings(
+        TOOLNEXUS={
+            **settings.TOOLNEXUS,
+            "TOOLKIT": toolkit,
+            "AUTHENTICATION_CLASSES": example["authentication"],
+        }
+    ).enable()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

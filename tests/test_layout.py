@@ -54,6 +54,8 @@ LAYERS: list[set[str]] = [
         # The README Install's example tool, written as a project writes one
         # (with toolnexus_django.tool), so it can be copied as it is.
         "examples",
+        # Helpers for a project's own tests: run Tasks and answer them in-process.
+        "testing",
         # The package's facade: re-exports the public names of the layers below.
         "__init__",
     },

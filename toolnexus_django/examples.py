@@ -3,14 +3,16 @@ a person's approval.
 
 Name it in ``TOOLNEXUS["TOOLKIT"]["tools"]`` (``"toolnexus_django.examples.file_expense"``,
 as the README's Install does) and the agent can file expense claims: the
-model calls it, the tool returns a toolnexus ``pending(kind="approval")``
-Request, and the Task waits ``input-required`` in the admin's review queue
-until a *reviewer* approves or declines it (the requester can never approve
-its own claim). The run then resumes where it stopped, and the tool is
-called again with the answer in ``ctx.answer``.
+model calls it, ``approval=`` makes the call a Request of kind ``approval``,
+and the Task waits ``input-required`` in the admin's review queue until a
+*reviewer* approves or declines it (the requester can never approve its own
+claim). The run then resumes where it stopped, and the body runs — only
+then, and once — with the reviewer's answer in ``current_run().answer``.
 
-It imports nothing from the rest of the app: copy it into your project and
-make it do real work.
+It is written as a project writes a tool, with the public API only; it has
+no model to write to (it cannot know yours). The demo's
+``testproject/expenses/tools.py`` is the same tool filing a real row as the
+person who asked: copy that one into your project and make it yours.
 """
 
 from __future__ import annotations
@@ -18,8 +20,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import toolnexus
-from toolnexus import ToolContext, ToolResult
+import toolnexus_django
 
 COST_CENTERS = ["travel", "equipment", "training", "other"]
 
@@ -36,29 +37,22 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 }
 
 
-def _file_expense(
-    amount: float, description: str, ctx: ToolContext | None = None
-) -> ToolResult | str:
+@toolnexus_django.tool(
+    approval={
+        # Formatted with the call's arguments; shown in the review queue.
+        "prompt": "Approve an expense claim of {amount:.2f} for {description!r}?",
+        "schema": APPROVAL_SCHEMA,
+    },
+)
+def file_expense(amount: float, description: str) -> str:
     """File an expense claim. A person must approve every claim before it is filed."""
-    answer = ctx.answer if ctx is not None else None
-    if answer is None:
-        # Always ask first, whatever the arguments. A unique id: toolnexus's
-        # default pending ids can collide across processes.
-        return toolnexus.pending(
-            kind="approval",
-            id=f"approve-{uuid.uuid4()}",
-            prompt=f"Approve an expense claim of {amount:.2f} for {description!r}?",
-            data={"tool": "file_expense", "amount": amount, "schema": APPROVAL_SCHEMA},
-        )
-    if not answer.ok:
-        reason = answer.reason or "declined"
-        return f"The expense claim was not approved ({reason}); nothing was filed."
-    data = answer.data or {}
+    run = toolnexus_django.current_run()
+    # The body runs only once approved: the answer is the reviewer's "yes",
+    # maybe with data (a cost center, a lower amount).
+    data = (run.answer.data if run is not None and run.answer is not None else None) or {}
     filed = data.get("approved_amount", amount)
     where = data.get("cost_center", "other")
     return f"Filed expense claim EXP-{uuid.uuid4().hex[:6].upper()}: {filed} under {where}."
 
-
-file_expense = toolnexus.tool(name="file_expense")(_file_expense)
 
 __all__ = ["APPROVAL_SCHEMA", "COST_CENTERS", "file_expense"]

@@ -32,7 +32,7 @@ APPROVAL_SCHEMA: dict[str, Any] = {
     permission="expenses.add_expense",
     atomic=True,
     approval={
-        "prompt": "Approve an expense claim of {amount} for {description!r}?",
+        "prompt": "Approve an expense claim of {amount:.2f} for {description!r}?",
         "schema": APPROVAL_SCHEMA,
     },
 )

@@ -10,8 +10,10 @@ coroutine of this process (:mod:`.runs`, bounded by ``MAX_RUNS``); with
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import transaction
@@ -83,11 +85,35 @@ def _enqueue(job: Any, task_id: str, store: TaskStore) -> None:
         runner.fail_unstarted(task_id, store, exc)
 
 
+#: Runs scheduled while :func:`held` is in effect, instead of enqueued.
+_held: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
+    "toolnexus_django_held_runs", default=None
+)
+
+
+@contextmanager
+def held() -> Iterator[list[tuple[str, str]]]:
+    """Enqueue nothing that the enclosed code schedules: collect it instead,
+    as ``("fulfil" | "resume", task_id)``, for the caller to run itself
+    (:mod:`toolnexus_django.testing` runs it on the test's thread)."""
+    runs: list[tuple[str, str]] = []
+    token = _held.set(runs)
+    try:
+        yield runs
+    finally:
+        _held.reset(token)
+
+
 def _on_commit(store: TaskStore | None, job: Any, task_id: str) -> None:
     # Enqueue once the transaction that saved the Task commits (at once when
     # there is none), so a worker never looks for a row that is not there yet.
     store = store or get_task_store()
     using = store.using if isinstance(store, DjangoTaskStore) else None
+    runs = _held.get()
+    if runs is not None:
+        name = "fulfil" if job is fulfil else "resume"
+        transaction.on_commit(lambda: runs.append((name, task_id)), using=using)
+        return
     transaction.on_commit(lambda: _enqueue(job, task_id, store), using=using)
 
 

@@ -23,6 +23,9 @@ from toolnexus import Answer, ToolResult
 
 _KEYS = {"prompt", "kind", "schema", "data", "expires_in"}
 
+#: The verb a Request's id starts with, by kind (the id reads "approve-refund-…").
+_ID_VERBS = {"approval": "approve", "input": "ask", "authorization": "authorize"}
+
 
 @dataclass(frozen=True)
 class Approval:
@@ -91,7 +94,7 @@ class Approval:
         return toolnexus.pending(
             kind=self.kind,
             # Unique across processes (toolnexus's default ids are per process).
-            id=f"{tool}-{uuid.uuid4().hex}",
+            id=f"{_ID_VERBS.get(self.kind, self.kind)}-{tool}-{uuid.uuid4().hex}",
             prompt=self.prompt.format_map(_Arguments(arguments)),
             data=data,
             expiresAt=expires,

@@ -95,7 +95,7 @@ class Approval:
             kind=self.kind,
             # Unique across processes (toolnexus's default ids are per process).
             id=f"{_ID_VERBS.get(self.kind, self.kind)}-{tool}-{uuid.uuid4().hex}",
-            prompt=self.prompt.format_map(_Arguments(arguments)),
+            prompt=_PROMPT.format(self.prompt, **arguments),
             data=data,
             expiresAt=expires,
         )
@@ -109,8 +109,25 @@ def refused(answer: Answer) -> ToolResult:
     )
 
 
-class _Arguments(dict[str, Any]):
-    """The call's arguments for the prompt; one the model left out reads as ""."""
+class _PromptFormatter(string.Formatter):
+    """Formats an approval prompt with the call's arguments, never failing on
+    what the model sent: an argument it left out reads as "", and a value
+    its format spec does not fit (``{amount:.2f}`` of a string) as itself."""
 
-    def __missing__(self, key: str) -> str:
-        return ""
+    def get_value(self, key: int | str, args: Any, kwargs: Mapping[str, Any]) -> Any:
+        return kwargs.get(key, "") if isinstance(key, str) else ""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Mapping[str, Any]) -> Any:
+        try:
+            return super().get_field(field_name, args, kwargs)
+        except (AttributeError, KeyError, IndexError, TypeError):
+            return "", field_name
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        try:
+            return str(super().format_field(value, format_spec))
+        except (TypeError, ValueError):
+            return str(value)
+
+
+_PROMPT = _PromptFormatter()

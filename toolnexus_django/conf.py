@@ -169,6 +169,12 @@ DEFAULTS: dict[str, Any] = {
     "MAX_OUTPUT_CHARS": 1_000_000,
     "MAX_HISTORY_MESSAGES": 100,
     "MAX_MEMORY_MESSAGES": 200,
+    # The most bytes read from one model answer (and from an HTTP error's
+    # body), with a dict CLIENT: past it the run fails, never reading the
+    # rest. 4 MiB: several times the JSON of the longest answer models give
+    # (128k output tokens is about 0.5 MB of text), while one answer parsed
+    # stays a few times that in memory.
+    "MAX_MODEL_RESPONSE_BYTES": 4 * 1024 * 1024,
     # The Agent Card's security schemes: None = derived from the endpoint's
     # authentication classes; or a dict {name: scheme} in the A2A v0.3
     # (OpenAPI) form, e.g. {"bearer": {"type": "http", "scheme": "bearer"}}.

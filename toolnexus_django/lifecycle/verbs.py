@@ -223,8 +223,11 @@ def fail(
     actor: str | None = None,
     actor_kind: str = WORKER,
     via: str = "worker",
+    detail: dict[str, Any] | None = None,
 ) -> Moved | None:
-    """Failed, with a readable reason as the status message."""
+    """Failed, with a readable reason as the status message (public: words,
+    never an exception's text); ``detail`` (the exception, say) stays in the
+    event's private detail."""
     new, private = begin(task, kind)
     reason = cut_text(reason, MAX_REASON_CHARS)
     set_status(new, states.FAILED, reason)
@@ -236,7 +239,7 @@ def fail(
     private.phase, private.lease, private.error = states.DONE, None, reason
     return commit(
         store, task, new, private, kind, actor=actor, actor_kind=actor_kind, via=via,
-        detail={"error": reason},
+        detail={"error": reason, **(detail or {})},
     )  # fmt: skip
 
 

@@ -211,3 +211,30 @@ def test_read_bounded_reads_no_more_than_the_bound_and_one_byte() -> None:
     assert declared.reads == 0
     # An error body is cut, not refused.
     assert read_bounded(Body(b"e" * 500, length="500"), 100, cut=True) == b"e" * 100
+
+
+def test_the_bounded_transport_over_real_http(fake_llm: FakeLLM) -> None:
+    """What toolnexus gets from the default transport: a checked answer; its
+    own ProviderError (with Retry-After, for its retries); a streamed answer
+    refused once past the bound."""
+    from toolnexus.client import ProviderError
+
+    from toolnexus_django.agent.transport import BoundedTransport
+
+    url = f"{fake_llm.url}/chat/completions"
+    payload = {"model": "m", "messages": [{"role": "user", "content": "bounded"}]}
+    transport = BoundedTransport(1000)
+    fake_llm.push(
+        Text("fine"), Fail(503, "z" * 5000, headers={"Retry-After": "0"}), Text("y" * 2000)
+    )
+    answer = transport.post(url, {"Content-Type": "application/json"}, payload, 5)
+    assert answer["choices"][0]["message"]["content"] == "fine"
+    with pytest.raises(ProviderError) as refused:
+        transport.post(url, {"Content-Type": "application/json"}, payload, 5)
+    assert (refused.value.status, refused.value.retry_after) == (503, "0")
+    assert len(refused.value.body) == 1000, "the error body read up to the bound only"
+    with transport.open(url, {}, payload, 5) as streamed:
+        assert len(streamed.read(600)) == 600
+        with pytest.raises(ModelAnswerTooLarge):
+            while streamed.read1(600):
+                pass

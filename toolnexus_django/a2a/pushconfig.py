@@ -75,7 +75,7 @@ class PushConfigs(Protocol):
         """Store ``spec`` for the Task (replacing a config of the same id);
         notifications start after event ``after`` (-1: after the latest).
         Its URL was checked (:meth:`check`) by the caller; raises ValueError
-        past the limit."""
+        past the limit, LookupError when the Task is gone."""
 
     def check(self, spec: PushConfigSpec) -> None:
         """Raise :class:`PushURLRefused` when ``spec``'s URL may not be called."""

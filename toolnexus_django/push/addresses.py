@@ -4,7 +4,8 @@ resolver reads as IPv4, and whether an address is public or a cloud metadata
 service's.
 
 An IPv6 address that embeds an IPv4 address is decided as that IPv4 address
-*and* as itself (refused if either is): IPv4-mapped ``::ffff:a.b.c.d``,
+*and* as itself (refused if either is; an IPv4-mapped address only as the
+IPv4 one, which is what a socket reaches): IPv4-mapped ``::ffff:a.b.c.d``,
 IPv4-compatible ``::a.b.c.d``, IPv4-translated ``::ffff:0:a.b.c.d``, NAT64
 ``64:ff9b::/96`` (RFC 6052) and ``64:ff9b:1::/48`` (RFC 8215: the IPv4 address
 may sit at any of RFC 6052's offsets, so each is decided), 6to4 ``2002::/16``,
@@ -71,9 +72,7 @@ def embedded(address: IPAddress) -> list[ipaddress.IPv4Address]:
     raw = address.packed
     if int(address) <= 1:  # :: and ::1 are themselves, not IPv4-compatible forms
         return []
-    if address in _MAPPED or address in _TRANSLATED or address in _COMPATIBLE:
-        return [_v4(raw[12:])]
-    if address in _NAT64:
+    if any(address in net for net in (_MAPPED, _TRANSLATED, _COMPATIBLE, _NAT64)):
         return [_v4(raw[12:])]
     if address in _NAT64_LOCAL:
         return [_v4(bytes(raw[i] for i in at)) for at in _RFC6052_BYTES.values()]

@@ -54,6 +54,7 @@ def resolve(host: str, port: int) -> list[str]:
 _NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
 #: What a path and query may hold: what goes on the request line as it is.
 _PATH = re.compile(r"[\x21-\x7e]*")
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")
 
 
 def allowlist_entry(raw: str) -> tuple[bool, str, IPAddress | None]:
@@ -90,9 +91,9 @@ def _host(hostname: str) -> tuple[str, IPAddress | None]:
     """The host as a resolver reads it (ASCII, no trailing dot) and its
     address when it is an IP literal in any form; RefusedURL when it is
     neither a name nor an address."""
-    if "%" in hostname:
-        raise RefusedURL("a zone id (%...) is not allowed in a webhook URL")
     if ":" in hostname:  # only a bracketed IPv6 literal gets here with a colon
+        if "%" in hostname:
+            raise RefusedURL("a zone id (%...) is not allowed in a webhook URL")
         try:
             return hostname.lower(), ipaddress.IPv6Address(hostname)
         except ValueError:
@@ -131,6 +132,8 @@ def check_url(
     """The :class:`Target` of ``url``, or :class:`RefusedURL` saying why not."""
     if not isinstance(url, str) or not url or len(url) > 2048:
         raise RefusedURL("the URL must be a string of at most 2048 characters")
+    if _CONTROL.search(url):  # urlsplit would drop some silently: the URL is refused
+        raise RefusedURL("the URL has control characters or spaces (percent-encode them)")
     try:
         parts = urlsplit(url)
         port = parts.port

@@ -5,6 +5,7 @@ claims, "review next" and the bulk decisions added through
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
@@ -177,10 +178,11 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
             return owner
         conversation = reverse(f"{self.admin_site.name}:toolnexus_django_taskrecord_changelist")
         return format_html(
-            '{}<br><a class="quiet" href="{}?context_id={}" title="{}">{}</a>',
+            '{}<br><a class="quiet" href="{}?{}" title="{}">{}</a>',
             owner,
             conversation,
-            obj.context_id,
+            # The peer's contextId is a query value, not more of the query.
+            urlencode({"context_id": obj.context_id}),
             gettext("All tasks of this conversation"),
             Truncator(obj.context_id).chars(13),
         )

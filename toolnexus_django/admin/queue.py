@@ -4,12 +4,15 @@ claims, "review next" and the bulk decisions added through
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
@@ -70,14 +73,43 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
 
     def get_urls(self) -> list[URLPattern]:
         info = f"{self.opts.app_label}_{self.opts.model_name}"
-        view = self.admin_site.admin_view
+        see, answer = self.has_view_permission, self.has_answer_permission
         return [
-            path("next/", view(self.next_view), name=f"{info}_next"),
-            path("<path:object_id>/review/", view(self.review_view), name=f"{info}_review"),
-            path("<path:object_id>/claim/", view(self.claim_view), name=f"{info}_claim"),
-            path("<path:object_id>/release/", view(self.release_view), name=f"{info}_release"),
+            path("next/", self.guarded(self.next_view, see), name=f"{info}_next"),
+            path(
+                "<path:object_id>/review/",
+                self.guarded(self.review_view, see),
+                name=f"{info}_review",
+            ),
+            path(
+                "<path:object_id>/claim/",
+                self.guarded(self.claim_view, answer),
+                name=f"{info}_claim",
+            ),
+            path(
+                "<path:object_id>/release/",
+                self.guarded(self.release_view, answer),
+                name=f"{info}_release",
+            ),
             *super().get_urls(),
         ]
+
+    def guarded(
+        self, view: Callable[..., HttpResponse], allowed: Callable[[HttpRequest], bool]
+    ) -> Callable[..., HttpResponse]:
+        """``view`` behind the admin's login and ``allowed`` (the queue's own
+        permission check), before it reads anything: a staff user without the
+        permission gets the queue's 403 and learns nothing of any Task — not
+        an id in a redirect, nor whether a Task exists (issue 18). Every URL
+        added here goes through it."""
+
+        @wraps(view)
+        def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not allowed(request):
+                raise PermissionDenied
+            return view(request, *args, **kwargs)
+
+        return self.admin_site.admin_view(checked)
 
     def review_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The review page: GET shows the Task; POST answers it."""

@@ -24,6 +24,7 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from ..lifecycle.requests import is_own_request
 from ..models import AwaitingHumanTask
 from . import bulk, claims, review_page
 from .display import halted_call, owner_label, private_of, server_side, time_left
@@ -195,13 +196,21 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
             Truncator(call.args_inline).chars(60),
         )
 
-    @admin.display(description=_("review"))
-    def review(self, obj: AwaitingHumanTask) -> str:
-        """Who holds the Task, and for four eyes how many approved."""
-        return render_to_string(
-            "admin/toolnexus_django/includes/review_state.html",
-            claims.review_state(server_side(obj)),
-        )
+    def get_list_display(self, request: HttpRequest) -> Any:
+        # The review column also says which Tasks the reviewer sent (and so
+        # may not answer): it needs the request's user, so it is made per request.
+        @admin.display(description=_("review"))
+        def review(obj: AwaitingHumanTask) -> str:
+            return self.review(obj, request.user)
+
+        return [review if name == "review" else name for name in self.list_display]
+
+    def review(self, obj: AwaitingHumanTask, user: Any = None) -> str:
+        """Who holds the Task, for four eyes how many approved, and whether
+        it is ``user``'s own request."""
+        task = server_side(obj)
+        state = {**claims.review_state(task), "own": is_own_request(user, task)}
+        return render_to_string("admin/toolnexus_django/includes/review_state.html", state)
 
     @admin.display(description=_("owner / conversation"))
     def who(self, obj: AwaitingHumanTask) -> str:

@@ -94,6 +94,9 @@ DEFAULTS: dict[str, Any] = {
     #     (review_reminder, review_escalation), once, however many processes sweep.
     #   EXPIRY_LOG_USER: the username an expired Request is logged as in the
     #     admin log (LogEntry needs a user); None = expiries are not logged there.
+    #   ALLOW_SELF_APPROVAL: a reviewer may answer a Request of their own Task
+    #     that only a reviewer may answer (an approval they asked for). Off:
+    #     segregation of duties; on, manage.py check warns (W011).
     "REVIEW": {
         "CLAIM_SECONDS": 900.0,
         "APPROVALS": {},
@@ -103,6 +106,7 @@ DEFAULTS: dict[str, Any] = {
         "ESCALATE_AFTER": None,
         "ESCALATE_EMAILS": [],
         "EXPIRY_LOG_USER": None,
+        "ALLOW_SELF_APPROVAL": False,
     },
     # How often, in seconds, a serving process sweeps: answers expired
     # Requests (ok=False, reason "expired") and recovers Tasks whose worker

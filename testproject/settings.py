@@ -5,6 +5,7 @@ DATABASE_URL      default sqlite:///<repo>/var/db.sqlite3 (also sqlite:////abs/p
 TOOLNEXUS_STORE   default "django" ("memory", "file:<dir>", "django")
 TOOLNEXUS_TASK_BACKEND  unset: the in-process backend; "database": django-tasks-db
 TOOLNEXUS_LEASE_SECONDS / _MAX_ATTEMPTS / _REQUEUE_AFTER / _SWEEP_INTERVAL: recovery timing
+TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES: the bound on a model answer (benchmarks/model_answer_rss.py)
 TOOLNEXUS_MCP_TOOLS  unset: no MCP endpoint; "__all__" or comma-separated tool names
 DEMO_AGENT        "expenses" (default): the expenses app's tools, acting as the signed-in
                   requester; "example": the permission-free example tools on an endpoint
@@ -219,6 +220,8 @@ TOOLNEXUS = {
     "AUTHENTICATION_CLASSES": DEMO_AGENTS[_agent]["authentication"],
     "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
 }
+if os.environ.get("TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES"):
+    TOOLNEXUS["MAX_MODEL_RESPONSE_BYTES"] = int(os.environ["TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES"])
 # The toolkit as an MCP server at /agent/mcp: TOOLNEXUS_MCP_TOOLS = "__all__" or
 # comma-separated tool names (unset: off). Behind HTTP Basic (Django users),
 # unlike the open demo A2A endpoint: MCP callers run tools directly.

@@ -46,3 +46,14 @@ def test_mcp_calls_runs_beside_toolnexus_own_server() -> None:
         pytest.skip("needs wrk (apt-get install wrk)")
     out = run("benchmarks/mcp_calls.py", "--seconds", "1", "--rounds", "1")
     assert "toolnexus_serve (this app)" in out and "toolnexus Toolkit.serve" in out
+
+
+def test_model_answer_rss_runs_and_the_bound_refuses_the_answer() -> None:
+    import json
+
+    out = json.loads(run("benchmarks/model_answer_rss.py", "--mb", "5", "--settle", "0"))
+    assert (out["state"], out["message"]) == (
+        "failed",
+        "The model's answer was larger than 4194304 bytes",
+    )
+    assert out["peak_mb"] >= out["rss_before_mb"] > 0

@@ -485,6 +485,10 @@ def test_good_review_settings_pass(settings: Any) -> None:
         ("STREAM_MAX_SECONDS", None),
         ("STREAM_HEARTBEAT", 0),
         ("MAX_HELD_REQUESTS", 0),
+        ("MAX_MODEL_RESPONSE_BYTES", 0),
+        ("MAX_MODEL_RESPONSE_BYTES", None),
+        ("MAX_MODEL_RESPONSE_BYTES", "4MB"),
+        ("MAX_MODEL_RESPONSE_BYTES", 1e6),
     ],
 )
 def test_number_settings_are_checked(settings: Any, key: str, bad: Any) -> None:

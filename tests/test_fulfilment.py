@@ -106,7 +106,7 @@ def test_suspending_tool_ends_input_required_and_the_request_survives(
         (
             Fail(500, "the model is on fire"),
             {},
-            "The model call failed: LLM 500: the model is on fire",
+            "The model service answered HTTP 500 (Internal Server Error)",
         ),
         (Hang(max_seconds=20), {"timeout_ms": 700}, "The model did not answer in time"),
         (Hang(max_seconds=20), {"RUN_TIMEOUT": 0.7}, "The run took longer than RUN_TIMEOUT (0.7s)"),
@@ -141,16 +141,6 @@ def test_model_failure_fails_the_task_and_the_next_one_completes(
     done = rpc.wait(second["id"])
     assert done["status"]["state"] == "completed"
     assert done["artifacts"][0]["parts"][0]["text"] == "second one fine"
-
-
-def test_a_broken_client_configuration_fails_the_task_readably(
-    rpc: RpcClient, configure: Any
-) -> None:
-    configure(None, store="memory", CLIENT={"base_url": None, "model": None})
-    task = rpc.send("anything")
-    failed = rpc.wait(task["id"])
-    assert failed["status"]["state"] == "failed"
-    assert 'needs "base_url" and "model"' in failed["status"]["message"]["parts"][0]["text"]
 
 
 def test_run_finished_signal_carries_task_and_telemetry(

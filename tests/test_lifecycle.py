@@ -466,7 +466,7 @@ def test_claim_runs_it_with_the_workers_lease_and_one_more_attempt() -> None:
         "worker",
         "worker",
     )
-    assert result.event["private"] == {"attempt": 1}
+    assert result.event["private"] == {"attempt": 1, "segment_attempt": 1}
 
 
 def test_renew_extends_the_lease_without_an_event() -> None:
@@ -620,7 +620,8 @@ def test_start_resume_takes_the_answered_task_with_a_lease_and_one_more_attempt(
     )
     assert private.answer is not None, "the answer waits for the resumed run"
     assert result.event is not None
-    assert result.event["private"] == {"attempt": 2}
+    # The second run in all; the first of the segment the answer started.
+    assert result.event["private"] == {"attempt": 2, "segment_attempt": 1}
 
 
 def test_complete_adds_the_artifact_and_drops_what_only_a_suspended_run_needs() -> None:
@@ -717,7 +718,7 @@ def test_requeue_of_a_first_run_keeps_the_attempt() -> None:
     )
     assert result.event is not None
     assert (result.event["actor_kind"], result.event["via"]) == ("system", "recovery")
-    assert result.event["private"] == {"attempts": 1}
+    assert result.event["private"] == {"attempts": 1, "segment_attempts": 1}
 
 
 def test_requeue_of_an_answered_task_leaves_it_answered() -> None:
@@ -736,13 +737,14 @@ def test_requeue_of_an_answered_task_leaves_it_answered() -> None:
     assert (result.event["from_state"], result.event["to_state"]) == ("working", "working")
 
 
-@pytest.mark.parametrize(("build", "said"), [(_running, "once"), (_resuming, "2 times")])
+# A resume after a clean suspension is its segment's first attempt: "once".
+@pytest.mark.parametrize(("build", "said"), [(_running, "once"), (_resuming, "once")])
 def test_give_up_fails_it_with_the_interrupted_message(
     build: Callable[[InMemoryTaskStore], Task], said: str
 ) -> None:
     store = InMemoryTaskStore()
     leased = build(store)
-    attempts = lifecycle.read(leased).attempts
+    attempts = lifecycle.read(leased).segment_attempts
     result = lifecycle.give_up(store, leased)
     assert result is not None
     task = stored(store, leased)

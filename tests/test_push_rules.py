@@ -188,5 +188,9 @@ def test_push_settings_are_checked(settings: Any) -> None:
     assert ids(ALLOWED_HOSTS=["127.0.0.1"]) == set()
     assert ids(ALOWED_HOSTS=[]) == {"toolnexus_django.E001"}
     assert ids(ALLOWED_HOSTS="127.0.0.1") == {"toolnexus_django.E006"}
+    assert ids(ALLOWED_HOSTS=["*", ".svc.local", "[::1]", "0x7f.1", "hooks"]) == set()
+    assert ids(ALLOWED_HOSTS=["hooks internal"]) == {"toolnexus_django.E006"}  # no host
+    assert ids(ALLOWED_HOSTS=["169.254.169.254"]) == {"toolnexus_django.W030"}  # stays refused
+    assert ids(ALLOWED_HOSTS=["metadata.google.internal"]) == {"toolnexus_django.W030"}
     assert ids(TIMEOUT=0) == {"toolnexus_django.E009"}
     assert ids(MAX_ATTEMPTS=0) == {"toolnexus_django.E009"}

@@ -30,7 +30,7 @@ def orphan(state: str, *, attempts: int = 1, lease_age: float = 60, text: str = 
     past = timezone.now() - timedelta(seconds=lease_age)
     left["status"]["timestamp"] = past.isoformat().replace("+00:00", "Z")
     private = lifecycle.read(left)
-    private.attempts = attempts
+    private.attempts = private.segment_attempts = attempts  # a first run: one segment
     if state == "working":
         private.lease = lifecycle.Lease("dead-host:1", past.isoformat())
     lifecycle.write(left, private)

@@ -1,5 +1,6 @@
 """System checks of ``TOOLNEXUS["REVIEW"]``: unknown keys (E001), values of
-the wrong kind or out of range (E011), an escalation without a reminder (E012)."""
+the wrong kind or out of range (E011), an escalation without a reminder
+(E012), self-approval allowed (W011)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.core.management.base import SystemCheckError
 
 from toolnexus_django.review_checks import check_review
 
-E001, E011, E012 = (f"toolnexus_django.{n}" for n in ("E001", "E011", "E012"))
+E001, E011, E012, W011 = (f"toolnexus_django.{n}" for n in ("E001", "E011", "E012", "W011"))
 
 
 @pytest.fixture
@@ -36,6 +37,7 @@ def test_good_review_settings_pass(ids: Any) -> None:
                 "REMIND_EMAILS": None,
                 "ESCALATE_AFTER": 1800.0,
                 "ESCALATE_EMAILS": ["boss@example.com"],
+                "ALLOW_SELF_APPROVAL": False,
             }
         )
         == set()
@@ -64,6 +66,8 @@ def test_good_review_settings_pass(ids: Any) -> None:
         ({"ESCALATE_EMAILS": None}, {E011}),
         ({"ESCALATE_EMAILS": [1]}, {E011}),
         ({"ESCALATE_AFTER": 300}, {E012}),
+        ({"ALLOW_SELF_APPROVAL": "yes"}, {E011}),
+        ({"ALLOW_SELF_APPROVAL": True}, {W011}),
     ],
 )
 def test_bad_review_settings_are_reported(ids: Any, review: Any, expected: set[str]) -> None:

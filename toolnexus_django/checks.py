@@ -292,6 +292,7 @@ _WHOLE = {
     "MAX_OUTPUT_CHARS": False,
     "MAX_HISTORY_MESSAGES": False,
     "MAX_MEMORY_MESSAGES": False,
+    "MAX_MODEL_RESPONSE_BYTES": False,
     "DATABASE_THREADS": False,
     "TOOL_THREADS": False,
     "MAX_RUNS": False,

@@ -94,6 +94,9 @@ DEFAULTS: dict[str, Any] = {
     #     (review_reminder, review_escalation), once, however many processes sweep.
     #   EXPIRY_LOG_USER: the username an expired Request is logged as in the
     #     admin log (LogEntry needs a user); None = expiries are not logged there.
+    #   ALLOW_SELF_APPROVAL: a reviewer may answer a Request of their own Task
+    #     that only a reviewer may answer (an approval they asked for). Off:
+    #     segregation of duties; on, manage.py check warns (W011).
     "REVIEW": {
         "CLAIM_SECONDS": 900.0,
         "APPROVALS": {},
@@ -103,6 +106,7 @@ DEFAULTS: dict[str, Any] = {
         "ESCALATE_AFTER": None,
         "ESCALATE_EMAILS": [],
         "EXPIRY_LOG_USER": None,
+        "ALLOW_SELF_APPROVAL": False,
     },
     # How often, in seconds, a serving process sweeps: answers expired
     # Requests (ok=False, reason "expired") and recovers Tasks whose worker
@@ -174,6 +178,12 @@ DEFAULTS: dict[str, Any] = {
     "MAX_OUTPUT_CHARS": 1_000_000,
     "MAX_HISTORY_MESSAGES": 100,
     "MAX_MEMORY_MESSAGES": 200,
+    # The most bytes read from one model answer (and from an HTTP error's
+    # body), with a dict CLIENT: past it the run fails, never reading the
+    # rest. 4 MiB: several times the JSON of the longest answer models give
+    # (128k output tokens is about 0.5 MB of text), while one answer parsed
+    # stays a few times that in memory.
+    "MAX_MODEL_RESPONSE_BYTES": 4 * 1024 * 1024,
     # The Agent Card's security schemes: None = derived from the endpoint's
     # authentication classes; or a dict {name: scheme} in the A2A v0.3
     # (OpenAPI) form, e.g. {"bearer": {"type": "http", "scheme": "bearer"}}.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.core.checks import CheckMessage, Error, Tags, register
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
 from .conf import DEFAULTS, SETTING_NAME
 from .section_checks import dict_section
@@ -26,6 +26,8 @@ def check_push(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[
                 id="toolnexus_django.E006",
             )
         )
+    else:
+        errors += _allowlist_entries(hosts)
     for key in ("TIMEOUT", "RETRY_DELAY", "MAX_RETRY_DELAY"):
         value = push[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
@@ -58,3 +60,36 @@ def check_push(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[
                 )
             )
     return errors
+
+
+def _allowlist_entries(hosts: Iterable[str]) -> list[CheckMessage]:
+    """Each ALLOWED_HOSTS entry is read as a URL's host is (push.ssrf): one
+    that is no host admits nothing; one that names a metadata service stays
+    refused whatever the list says."""
+    from .push.addresses import METADATA_NAMES, refusal
+    from .push.ssrf import RefusedURL, allowlist_entry
+
+    name = f"{SETTING_NAME}['PUSH']['ALLOWED_HOSTS']"
+    found: list[CheckMessage] = []
+    for entry in hosts:
+        if entry.strip() in ("", "*"):
+            continue
+        try:
+            _, host, address = allowlist_entry(entry)
+        except RefusedURL as exc:
+            found.append(
+                Error(
+                    f"{name} entry {entry!r} is not a host name, an address or a .suffix: {exc}",
+                    id="toolnexus_django.E006",
+                )
+            )
+            continue
+        if host in METADATA_NAMES or (address is not None and refusal(address, allowed=True)):
+            found.append(
+                Warning(
+                    f"{name} entry {entry!r} names a cloud metadata service: it stays refused",
+                    hint="Metadata addresses are never called, whatever ALLOWED_HOSTS says.",
+                    id="toolnexus_django.W030",
+                )
+            )
+    return found

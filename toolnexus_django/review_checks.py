@@ -4,6 +4,8 @@
 - ``toolnexus_django.E011``: a value of the wrong kind or out of range.
 - ``toolnexus_django.E012``: ``ESCALATE_AFTER`` without ``REMIND_BEFORE``
   (an escalation is timed from the reminder, so it would never be sent).
+- ``toolnexus_django.W011``: ``ALLOW_SELF_APPROVAL`` is on: a reviewer may
+  approve what they asked for themselves (no segregation of duties).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.core.checks import CheckMessage, Error, Tags, register
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
 from .conf import DEFAULTS, SETTING_NAME
 from .section_checks import dict_section
@@ -45,8 +47,19 @@ def check_review(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> lis
         for tool, n in approvals.items()
     ):
         errors.append(_wrong("APPROVALS", "a dict of tool name -> approvals needed (an int >= 1)"))
-    if not isinstance(review["EDIT_ARGUMENTS"], bool):
-        errors.append(_wrong("EDIT_ARGUMENTS", "True or False"))
+    for key in ("EDIT_ARGUMENTS", "ALLOW_SELF_APPROVAL"):
+        if not isinstance(review[key], bool):
+            errors.append(_wrong(key, "True or False"))
+    if review["ALLOW_SELF_APPROVAL"] is True:
+        errors.append(
+            Warning(
+                f"{WHERE}['ALLOW_SELF_APPROVAL'] is on: a reviewer may approve a request "
+                "of a task they sent themselves",
+                hint="Segregation of duties holds only with it off (the default): the "
+                "requester of an approval then never approves it.",
+                id="toolnexus_django.W011",
+            )
+        )
     for key in ("REMIND_BEFORE", "ESCALATE_AFTER"):
         if review[key] is not None and not _positive(review[key]):
             errors.append(_wrong(key, "None or a positive number of seconds"))

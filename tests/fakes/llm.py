@@ -10,11 +10,12 @@ shapes toolnexus's client speaks:
 A POST to the other style's endpoint answers 404 with a message saying so, so a test that
 wired the wrong style fails loudly instead of hanging or parsing garbage.
 
-Replies are scripted with four small value objects, consumed one per LLM call:
+Replies are scripted with five small value objects, consumed one per LLM call:
 
 * :class:`Text` -- a final assistant message;
 * :class:`ToolCall` -- one assistant turn calling one tool (or several, :meth:`ToolCall.many`);
 * :class:`Fail` -- an HTTP error status with a body;
+* :class:`Raw` -- these exact bytes, whatever they are (garbage, the wrong shape, a huge body);
 * :class:`Hang` -- hold the request open until :meth:`FakeLLM.release` / :meth:`FakeLLM.stop`.
 
 Which reply answers a request, first match wins:
@@ -139,7 +140,19 @@ class Hang:
     then: Reply | None = None
 
 
-Reply: TypeAlias = Text | ToolCall | Fail | Hang
+@dataclass(frozen=True)
+class Raw:
+    """Answer with exactly ``body`` (HTTP ``status``, ``content_type``): bytes that are not
+    UTF-8, JSON of the wrong shape, a body larger than the server reads. ``sized=False``
+    sends no Content-Length: the body ends when the connection closes."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "application/json"
+    sized: bool = True
+
+
+Reply: TypeAlias = Text | ToolCall | Fail | Hang | Raw
 
 
 # --------------------------------------------------------------------------- #
@@ -260,8 +273,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(payload)))
-            for key, value in (extra or {}).items():
+            if extra is not _UNSIZED:  # HTTP/1.0: else the body ends with the connection
+                self.send_header("Content-Length", str(len(payload)))
+            for key, value in (extra or {}).items() if extra is not _UNSIZED else ():
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(payload)
@@ -270,6 +284,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 _Answer = tuple[int, bytes, str, Mapping[str, str]]
+#: Extra headers that mean "send no Content-Length" (never sent themselves).
+_UNSIZED: Mapping[str, str] = {"x-fake-unsized": "1"}
 _JSON = "application/json"
 
 
@@ -515,6 +531,8 @@ class FakeLLM:
             else:
                 payload, ctype = reply.body.encode(), "text/plain; charset=utf-8"
             return reply.status, payload, ctype, dict(reply.headers)
+        if isinstance(reply, Raw):
+            return reply.status, reply.body, reply.content_type, {} if reply.sized else _UNSIZED
         if not isinstance(reply, Text | ToolCall):
             return _plain(500, f"fake-llm: not a reply object: {reply!r}")
         with self._cond:
@@ -530,8 +548,8 @@ class FakeLLM:
 
 def _check_replies(replies: Iterable[Any]) -> None:
     for reply in replies:
-        if not isinstance(reply, Text | ToolCall | Fail | Hang):
-            raise TypeError(f"not a reply (Text, ToolCall, Fail or Hang): {reply!r}")
+        if not isinstance(reply, Text | ToolCall | Fail | Hang | Raw):
+            raise TypeError(f"not a reply (Text, ToolCall, Fail, Hang or Raw): {reply!r}")
 
 
 def _plain(status: int, message: str) -> _Answer:
@@ -606,6 +624,7 @@ __all__ = [
     "Fail",
     "FakeLLM",
     "Hang",
+    "Raw",
     "RecordedRequest",
     "Reply",
     "Style",

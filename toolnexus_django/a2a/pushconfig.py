@@ -17,6 +17,7 @@ credentials (the token, which the receiver checks, is returned).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -75,7 +76,7 @@ class PushConfigs(Protocol):
         """Store ``spec`` for the Task (replacing a config of the same id);
         notifications start after event ``after`` (-1: after the latest).
         Its URL was checked (:meth:`check`) by the caller; raises ValueError
-        past the limit."""
+        past the limit, LookupError when the Task is gone."""
 
     def check(self, spec: PushConfigSpec) -> None:
         """Raise :class:`PushURLRefused` when ``spec``'s URL may not be called."""
@@ -87,14 +88,37 @@ class PushConfigs(Protocol):
     def delete(self, task_id: str, config_id: str) -> bool: ...
 
 
-def _text(value: Any, name: str, *, limit: int = 2048, required: bool = False) -> str:
+#: A value that goes in a notification's header as it is: printable ASCII,
+#: no leading or trailing space (HTTP strips it: the receiver would compare
+#: another value). http.client cannot send CR/LF or anything beyond Latin-1
+#: (a config holding them could never deliver), and NUL, DEL, other controls,
+#: a BOM or Latin-1 bytes reach each receiver differently, if at all.
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
+HEADER_RULE = (
+    "printable ASCII with no control characters or line breaks, no leading or trailing space"
+)
+
+
+def header_safe(value: str) -> bool:
+    """Whether ``value`` can be sent as a header's value, as it is."""
+    return bool(_HEADER_SAFE.fullmatch(value))
+
+
+def _text(
+    value: Any, name: str, *, limit: int = 2048, required: bool = False, header: bool = False
+) -> str:
     if value is None or value == "":
         if required:
             raise RpcError(INVALID_PARAMS, f"Invalid params: {name} is required")
         return ""
-    if not isinstance(value, str) or len(value) > limit or "\x00" in value:
+    if not isinstance(value, str) or len(value) > limit or ("\x00" in value and not header):
         raise RpcError(
             INVALID_PARAMS, f"Invalid params: {name} must be a string of at most {limit} chars"
+        )
+    if header and not header_safe(value):
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid params: {name} is sent in a header, so it must be {HEADER_RULE}",
         )
     return value
 
@@ -110,7 +134,9 @@ def _scheme(authentication: Any, dialect: Dialect) -> tuple[str, str]:
         wanted = authentication.get("schemes") or []
         if not isinstance(wanted, list):
             raise RpcError(INVALID_PARAMS, "Invalid params: authentication.schemes must be a list")
-    credentials = _text(authentication.get("credentials"), "authentication.credentials")
+    credentials = _text(
+        authentication.get("credentials"), "authentication.credentials", header=True
+    )
     if not wanted:
         return "", ""
     for scheme in wanted:
@@ -132,7 +158,7 @@ def parse_spec(config: Any, dialect: Dialect) -> PushConfigSpec:
     return PushConfigSpec(
         url=_text(config.get("url"), "url", required=True),
         config_id=_text(config.get("id"), "id", limit=255) or None,
-        token=_text(config.get("token"), "token", limit=MAX_TOKEN_CHARS),
+        token=_text(config.get("token"), "token", limit=MAX_TOKEN_CHARS, header=True),
         scheme=scheme,
         credentials=credentials,
     )
@@ -182,10 +208,12 @@ def render(config: StoredPushConfig, dialect: Dialect) -> dict[str, Any]:
 
 
 __all__ = [
+    "HEADER_RULE",
     "PushConfigSpec",
     "PushConfigs",
     "PushURLRefused",
     "StoredPushConfig",
+    "header_safe",
     "parse_create",
     "parse_ref",
     "parse_spec",

@@ -73,6 +73,8 @@ def _create(
     """Store a config whose URL was checked (:func:`_check`)."""
     try:
         return _configs(ctx).create(task_id, ctx.owner, spec, _dialect_name(dialect), after=after)
+    except LookupError:  # the Task was deleted meanwhile (pruned)
+        raise RpcError(TASK_NOT_FOUND, f"Task not found: {task_id[:100]}") from None
     except ValueError as limit:
         raise RpcError(INVALID_PARAMS, f"Invalid params: {limit}") from None
 

@@ -3,7 +3,7 @@
 The action first shows the selected Tasks and asks for one comment for all;
 confirming answers each Task on its own (:func:`..review.bulk.decide_many`)
 and reports the ones left alone — answered meanwhile, held by another
-reviewer, or asking for data of their own."""
+reviewer, asking for data of their own, or sent by this reviewer."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from django.utils.text import Truncator
 from django.utils.translation import gettext, ngettext
 
 from .. import lifecycle
+from ..lifecycle.requests import is_own_request
 from ..review.bulk import decidable_in_bulk, decide_many
 from .display import server_side
 from .history import decision_message, log_decision
@@ -70,13 +71,16 @@ def decide(
         return None  # back to the queue
     tasks = []
     for row in rows:
-        pending = lifecycle.read(server_side(row)).pending or {}
+        task = server_side(row)
+        pending = lifecycle.read(task).pending or {}
+        own = is_own_request(request.user, task)  # left alone: another reviewer's to answer
         tasks.append(
             {
                 "id": row.pk,
                 "prompt": Truncator(str(pending.get("prompt") or "")).chars(120),
                 "kind": pending.get("kind"),
-                "fits": decidable_in_bulk(pending),
+                "own": own,
+                "fits": decidable_in_bulk(pending) and not own,
             }
         )
     context = {

@@ -159,13 +159,24 @@ def _view(event: dict[str, Any]) -> EventView:
         comment=str(private.get("comment") or ""),
         request=str(private.get("request") or ""),
         request_kind=str(private.get("kind") or ""),
-        error=str(private.get("error") or ""),
+        error=_error(private),
         edited_from=_edit(private, "before"),
         edited_to=_edit(private, "after"),
         approvals=f"{private.get('approvals')} of {private.get('needed')}"
         if event.get("kind") == "review_approval"
         else "",
     )
+
+
+def _error(private: dict[str, Any]) -> str:
+    """A failure's words, with what only operators see: the exception and
+    the reference its log line carries."""
+    words = str(private.get("error") or "")
+    if words and private.get("cause"):
+        words += f" — {private['cause']}"
+    if words and private.get("reference"):
+        words += f" [reference {private['reference']}]"
+    return words
 
 
 def _edit(private: dict[str, Any], which: str) -> str:

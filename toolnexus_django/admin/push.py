@@ -26,6 +26,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ..models import PushConfig, PushDelivery, TaskRecord
 from ..push import delivery
+from ..push.locks import lock_configs
 from .readonly import ReadOnlyAdmin
 
 #: Never shown, never editable: encrypted, but nobody's business in the admin.
@@ -220,7 +221,8 @@ class PushConfigAdmin(TaskLinkMixin, admin.ModelAdmin):
         """Re-enable the selected configs and deliver what they have pending."""
         using = queryset.db
         with transaction.atomic(using=using):
-            pks = list(queryset.values_list("pk", flat=True))
+            # The lock order (push.locks): configs by id, no Task after them.
+            pks = lock_configs(PushConfig.objects.using(using).filter(pk__in=queryset.values("pk")))
             PushConfig.objects.using(using).filter(pk__in=pks).update(
                 disabled_at=None,
                 disabled_reason="",

@@ -4,11 +4,15 @@ claims, "review next" and the bulk decisions added through
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
@@ -20,6 +24,7 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from ..lifecycle.requests import is_own_request
 from ..models import AwaitingHumanTask
 from . import bulk, claims, review_page
 from .display import halted_call, owner_label, private_of, server_side, time_left
@@ -69,14 +74,43 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
 
     def get_urls(self) -> list[URLPattern]:
         info = f"{self.opts.app_label}_{self.opts.model_name}"
-        view = self.admin_site.admin_view
+        see, answer = self.has_view_permission, self.has_answer_permission
         return [
-            path("next/", view(self.next_view), name=f"{info}_next"),
-            path("<path:object_id>/review/", view(self.review_view), name=f"{info}_review"),
-            path("<path:object_id>/claim/", view(self.claim_view), name=f"{info}_claim"),
-            path("<path:object_id>/release/", view(self.release_view), name=f"{info}_release"),
+            path("next/", self.guarded(self.next_view, see), name=f"{info}_next"),
+            path(
+                "<path:object_id>/review/",
+                self.guarded(self.review_view, see),
+                name=f"{info}_review",
+            ),
+            path(
+                "<path:object_id>/claim/",
+                self.guarded(self.claim_view, answer),
+                name=f"{info}_claim",
+            ),
+            path(
+                "<path:object_id>/release/",
+                self.guarded(self.release_view, answer),
+                name=f"{info}_release",
+            ),
             *super().get_urls(),
         ]
+
+    def guarded(
+        self, view: Callable[..., HttpResponse], allowed: Callable[[HttpRequest], bool]
+    ) -> Callable[..., HttpResponse]:
+        """``view`` behind the admin's login and ``allowed`` (the queue's own
+        permission check), before it reads anything: a staff user without the
+        permission gets the queue's 403 and learns nothing of any Task — not
+        an id in a redirect, nor whether a Task exists (issue 18). Every URL
+        added here goes through it."""
+
+        @wraps(view)
+        def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not allowed(request):
+                raise PermissionDenied
+            return view(request, *args, **kwargs)
+
+        return self.admin_site.admin_view(checked)
 
     def review_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The review page: GET shows the Task; POST answers it."""
@@ -162,13 +196,21 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
             Truncator(call.args_inline).chars(60),
         )
 
-    @admin.display(description=_("review"))
-    def review(self, obj: AwaitingHumanTask) -> str:
-        """Who holds the Task, and for four eyes how many approved."""
-        return render_to_string(
-            "admin/toolnexus_django/includes/review_state.html",
-            claims.review_state(server_side(obj)),
-        )
+    def get_list_display(self, request: HttpRequest) -> Any:
+        # The review column also says which Tasks the reviewer sent (and so
+        # may not answer): it needs the request's user, so it is made per request.
+        @admin.display(description=_("review"))
+        def review(obj: AwaitingHumanTask) -> str:
+            return self.review(obj, request.user)
+
+        return [review if name == "review" else name for name in self.list_display]
+
+    def review(self, obj: AwaitingHumanTask, user: Any = None) -> str:
+        """Who holds the Task, for four eyes how many approved, and whether
+        it is ``user``'s own request."""
+        task = server_side(obj)
+        state = {**claims.review_state(task), "own": is_own_request(user, task)}
+        return render_to_string("admin/toolnexus_django/includes/review_state.html", state)
 
     @admin.display(description=_("owner / conversation"))
     def who(self, obj: AwaitingHumanTask) -> str:
@@ -177,10 +219,11 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
             return owner
         conversation = reverse(f"{self.admin_site.name}:toolnexus_django_taskrecord_changelist")
         return format_html(
-            '{}<br><a class="quiet" href="{}?context_id={}" title="{}">{}</a>',
+            '{}<br><a class="quiet" href="{}?{}" title="{}">{}</a>',
             owner,
             conversation,
-            obj.context_id,
+            # The peer's contextId is a query value, not more of the query.
+            urlencode({"context_id": obj.context_id}),
             gettext("All tasks of this conversation"),
             Truncator(obj.context_id).chars(13),
         )

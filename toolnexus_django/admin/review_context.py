@@ -16,6 +16,7 @@ from django.utils.translation import gettext
 
 from .. import lifecycle
 from ..lifecycle.edits import can_edit
+from ..lifecycle.requests import is_own_request
 from ..models import TaskRecord
 from ..review.claims import reviewer_name
 from ..review.edit_form import edit_form
@@ -132,7 +133,9 @@ def render(
     style = shown.style or "openai"
     turns = transcript_turns(shown.transcript, style)
     events = timeline(obj)
-    answering = waiting and can_answer(request)
+    # The requester of a reviewer's Request is no reviewer of it (segregation of duties).
+    own = waiting and is_own_request(request.user, task)
+    answering = waiting and can_answer(request) and not own
     state = review_state(task) if waiting else {}
     me = reviewer_name(request.user)
     holder = state.get("holder")
@@ -155,6 +158,7 @@ def render(
         "events": events,
         "decisions": [e for e in events if e.kind in DECIDED],
         "can_answer": answering,
+        "own_request": own,
         "forms": forms_by_action if answering else {},
         "has_errors": any(f.is_bound and f.errors for f in forms_by_action.values()),
         "record_url": record_url(admin, obj),

@@ -130,7 +130,8 @@ def _answer(admin: AwaitingHumanTaskAdmin, request: HttpRequest, task_id: str) -
                 where = violation["path"] or gettext("the answer")
                 form.add_error(None, f"{where}: {violation['message']}")
             return render(admin, request, _proxy(task_id, obj), forms_by_action)
-        if exc.reason == "already-approved":
+        if exc.reason in ("already-approved", "own-request"):
+            # Nothing moved: back to the page, which says why.
             admin.message_user(request, str(exc), messages.WARNING)
             return HttpResponseRedirect(_review_url(admin, task_id))
         fresh = TaskRecord.objects.filter(pk=task_id).first()

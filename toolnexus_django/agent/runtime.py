@@ -32,6 +32,8 @@ from ..conf import TOOLKIT_KEYS, toolnexus_settings
 from ..registry import PerProcess
 from ..threads import DaemonThreadPool, RunBudget, current_budget, within_budget
 from ..tools import budgeted
+from .transport import AbandonedCall as AbandonedCall  # where it was defined before
+from .transport import BoundedTransport, BudgetedTransport
 
 logger = logging.getLogger(__name__)
 
@@ -114,48 +116,13 @@ def build_client(setting: Any = None) -> toolnexus.Client:
         )
     if options.get("style", "openai") not in CLIENT_STYLES:
         raise ImproperlyConfigured(f'TOOLNEXUS["CLIENT"]["style"] must be one of {CLIENT_STYLES}')
-    options["http_transport"] = BudgetedTransport(options.get("http_transport"))
+    inner = options.get("http_transport")
+    if inner is None or type(inner) is toolnexus.UrllibTransport:
+        # toolnexus's own transport reads whole bodies: read them bounded.
+        limit = int(toolnexus_settings.MAX_MODEL_RESPONSE_BYTES)
+        inner = BoundedTransport(limit, options.get("style", "openai"))
+    options["http_transport"] = BudgetedTransport(inner)
     return toolnexus.create_client(**options)
-
-
-class AbandonedCall(TimeoutError):
-    """A model call was about to start for a run that is already over.
-
-    A TimeoutError, so toolnexus handles it like a network timeout."""
-
-
-class BudgetedTransport:
-    """toolnexus's HTTP transport (or the one configured), with each model
-    call's timeout clamped to what is left of the run's budget.
-
-    Works around toolnexus: it derives the per-request urllib timeout from its
-    own ``timeout_ms`` (or 120 s without one) and knows nothing of
-    RUN_TIMEOUT, and a blocked urllib call cannot be interrupted; so a silent
-    model would hold an IO thread long after the run gave up. ``http_transport``
-    is its public hook; this only delegates, with a shorter timeout.
-    """
-
-    def __init__(self, inner: Any = None) -> None:
-        self.inner = inner if inner is not None else toolnexus.UrllibTransport()
-
-    def _clamp(self, timeout: float) -> float:
-        budget = current_budget()
-        if budget is None:
-            return timeout
-        left = budget.remaining()
-        if budget.abandoned or (left is not None and left <= 0):
-            raise AbandonedCall("the run is over (RUN_TIMEOUT passed, or it was canceled)")
-        return timeout if left is None else min(timeout, left)
-
-    def post(
-        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
-    ) -> Any:
-        return self.inner.post(url, headers, payload, self._clamp(timeout))
-
-    def open(
-        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
-    ) -> Any:
-        return self.inner.open(url, headers, payload, self._clamp(timeout))
 
 
 class RunHandle:

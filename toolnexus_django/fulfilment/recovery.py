@@ -3,8 +3,10 @@
 - ``working`` with an expired lease (its worker stopped renewing — kill -9, a
   lost machine): ``requeue`` puts a first run back to ``submitted`` and a
   resume back to its answer waiting, and enqueues it again — at least once,
-  counted in ``attempts``; after ``MAX_ATTEMPTS`` it is given up (``failed``,
-  "The run was interrupted ...").
+  counted in the run segment's attempts; after ``MAX_ATTEMPTS`` in one
+  segment it is given up (``failed``, "The run was interrupted ..."). A
+  segment is the first run, or a resume after an answer: a Task that stopped
+  cleanly for people N times has had N+1 segments, each with the whole budget.
 - ``working`` with an answer waiting and no worker for a lease's length (its
   resume was enqueued by a process that died first): requeued and enqueued.
 - ``submitted`` and not taken for ``REQUEUE_AFTER`` seconds (the process died
@@ -57,9 +59,7 @@ def recover(store: TaskStore | None = None, now: datetime | None = None) -> dict
             continue
         if state_of(task) != states.WORKING or not lease_expired(task, now):
             continue
-        if phase != states.ANSWERED and (
-            lifecycle.read(task).attempts >= int(toolnexus_settings.MAX_ATTEMPTS)
-        ):
+        if phase != states.ANSWERED and lifecycle.out_of_attempts(task):
             given_up = lifecycle.give_up(store, task)
             if given_up is not None:
                 logger.warning("Task %s: %s", task_id, lifecycle.read(given_up.task).error)
@@ -69,16 +69,15 @@ def recover(store: TaskStore | None = None, now: datetime | None = None) -> dict
         moved = lifecycle.requeue(store, task)
         if moved is None:
             continue
+        tries = lifecycle.read(task).segment_attempts
         if lifecycle.phase_of(moved.task) == states.ANSWERED:
-            logger.info("Task %s: its resume was interrupted; resuming again", task_id)
+            logger.info(
+                "Task %s: its resume was interrupted (attempt %s); resuming again", task_id, tries
+            )
             schedule_resume(task_id, store)
             done["resumed"].append(task_id)
         else:
-            logger.info(
-                "Task %s: its worker died (attempt %s); running it again",
-                task_id,
-                lifecycle.read(task).attempts,
-            )
+            logger.info("Task %s: its worker died (attempt %s); running it again", task_id, tries)
             schedule_fulfilment(task_id, store)
             done["requeued"].append(task_id)
     return done

@@ -26,7 +26,7 @@ from django.db import InterfaceError, OperationalError, connections
 from .. import lifecycle
 from ..agent import conversations
 from ..agent.conversations import get_conversation_store
-from ..agent.runtime import RunDeadlineExceeded, RunHandle, get_runtime
+from ..agent.runtime import RunHandle, get_runtime
 from ..conf import toolnexus_settings
 from ..lifecycle import states
 from ..signals import awaiting_human, run_finished
@@ -34,6 +34,7 @@ from ..stores import TaskStore, get_task_store
 from ..stores.base import Task, state_of
 from ..tools.context import running
 from ..tools.offered import prepare_run
+from .failures import Failure, failure_of, log_failure
 from .leases import RunningRun, keeper, lease_seconds, worker_id
 
 logger = logging.getLogger("toolnexus_django.fulfilment")
@@ -148,13 +149,13 @@ async def _run(store: TaskStore, claimed: Task, work: Work, db: Db) -> str:
     keeper().add(run)
     result: Any = None
     style = "openai"
-    failure: str | None = None
+    failure: Failure | None = None
     try:
         try:
             result, style = await work(handle)
         except Exception as exc:
-            logger.info("Task %s: run failed: %s", claimed["id"], exc, exc_info=True)
-            failure = describe_failure(exc)
+            failure = failure_of(exc)  # words on the wire; the exception in the log
+            log_failure(logger, claimed["id"], failure, exc)
         # Still registered while the outcome is written (which may wait out a
         # database outage): its lease keeps being renewed and this process's
         # own sweep never takes the Task for a dead worker's.
@@ -240,8 +241,9 @@ def fail_unstarted(task_id: str, store: TaskStore, exc: BaseException) -> str:
         return state_of(task)
     if moved is None:
         return state_of(store.get(task_id))
-    logger.error("Task %s: cannot run: %s", task_id, exc)
-    failed = lifecycle.fail(store, moved.task, describe_failure(exc))
+    failure = failure_of(exc)
+    log_failure(logger, task_id, failure, exc)
+    failed = lifecycle.fail(store, moved.task, failure.reason, detail=failure.detail)
     if failed is None:
         return state_of(store.get(task_id))
     announce(failed.task, None)
@@ -258,10 +260,12 @@ def halted_tool_of(transcript: Any, style: str) -> Any:
     return toolkit.get(name) if toolkit is not None and name else None
 
 
-def outcome_move(result: Any, style: str, failure: str | None) -> Callable[..., Any]:
+def outcome_move(result: Any, style: str, failure: Failure | None) -> Callable[..., Any]:
     """The lifecycle move a finished run makes from the Task's version."""
     if failure is not None:
-        return lambda store, task: lifecycle.fail(store, task, failure)
+        return lambda store, task: lifecycle.fail(
+            store, task, failure.reason, detail=failure.detail
+        )
     if result.status == "pending" and result.pending is not None:
         tool = halted_tool_of(result.messages, style)
         return lambda store, task: lifecycle.suspend(
@@ -277,7 +281,7 @@ def outcome_move(result: Any, style: str, failure: str | None) -> Callable[..., 
 
 
 async def record_outcome(
-    run: RunningRun, result: Any, style: str, failure: str | None, db: Db
+    run: RunningRun, result: Any, style: str, failure: Failure | None, db: Db
 ) -> str:
     """Move the run's Task to its outcome (if the Task changed meanwhile —
     canceled, say — that change stands) and announce it."""
@@ -293,10 +297,12 @@ async def record_outcome(
     except Exception as exc:
         # The outcome itself cannot be written (too large, say): record that
         # instead, so the Task is never left working.
-        logger.exception("Task %s: saving its outcome failed", task_id)
-        reason = f"The outcome could not be saved: {exc}"
+        unsaved = failure_of(exc, what="The run's outcome could not be saved")
+        log_failure(logger, task_id, unsaved, exc)
         moved = await _riding_out_outages(
-            run, lambda store, task: lifecycle.fail(store, task, reason), db
+            run,
+            lambda store, task: lifecycle.fail(store, task, unsaved.reason, detail=unsaved.detail),
+            db,
         )
     if moved is None:
         current = state_of(await db(run.store.get, task_id))
@@ -326,24 +332,6 @@ async def _riding_out_outages(run: RunningRun, move: Callable[..., Any], db: Db)
             # Never wait longer than a renewal period: when the database is
             # back, this write must beat other workers' recovery.
             pause = min(pause * 2, max(0.2, lease_seconds() / 3))
-
-
-def describe_failure(exc: BaseException) -> str:
-    """A readable one-line reason for a failed run."""
-    import toolnexus
-
-    if isinstance(exc, RunDeadlineExceeded):
-        return str(exc)
-    if isinstance(exc, toolnexus.RunTimeout):
-        return f"The model did not answer in time: {exc}"
-    if isinstance(exc, toolnexus.RunCancelled):
-        return "The run was cancelled"
-    name = type(exc).__name__
-    if name == "ProviderError":
-        return f"The model call failed: {exc}"
-    if isinstance(exc, OSError):
-        return f"The model could not be reached: {exc}"
-    return f"The run failed: {name}: {exc}"
 
 
 def announce(task: Task, result: Any) -> None:

@@ -12,6 +12,7 @@ module                  holds
 :mod:`.private`         the typed private section (:class:`Private`)
 :mod:`.verbs`           a run's moves: submit, claim, start_resume, renew,
                         suspend, complete, fail, release, requeue, give_up
+                        (and the attempt budget of a run segment)
 :mod:`.answers`         a person's moves: answer, expire, cancel
 :mod:`.reviewing`       reviewers' moves on a waiting Task: claim, release,
                         a first approval (four eyes); reminder marks
@@ -46,6 +47,7 @@ from .verbs import (
     complete,
     fail,
     give_up,
+    out_of_attempts,
     release,
     renew,
     requeue,
@@ -80,6 +82,7 @@ __all__ = [
     "interrupted_message",
     "legacy_audit",
     "mark_sent",
+    "out_of_attempts",
     "owner_of",
     "phase_of",
     "public_task",

@@ -93,7 +93,9 @@ def answer(
     another answer won the race.
 
     ``role``: ``"reviewer"`` (with ``user``, that user must hold the
-    ``answer_task`` permission), ``"requester"`` or ``"system"`` (expiry).
+    ``answer_task`` permission and, for a Request only a reviewer may answer,
+    not be the Task's owner: :func:`.requests.is_own_request`),
+    ``"requester"`` or ``"system"`` (expiry).
     ``message`` (an A2A user message) joins the history. ``arguments``: a
     reviewer's edit of the halted tool call's arguments, approved with it
     (:func:`.edits.edited_transcript`). A tool that needs more than one
@@ -105,7 +107,7 @@ def answer(
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}")
     if role == REVIEWER and user is not None:
-        check_reviewer(user)
+        check_reviewer(user, task)  # also: not their own Request (segregation of duties)
         actor = actor or user.get_username()
     private = read(task)
     pending = private.pending

@@ -30,7 +30,10 @@ approved_by    the reviewers who approved it, in order (the          answer
                answered call's ``current_run().approved_by``)
 lease          ``{"owner", "until"}``: which worker, until when      claim, renew
 worker         who ran it last (kept after the lease)                claim
-attempts       runs started                                          claim, resume
+attempts       runs started, in all; ``segment_attempts``: in the    claim, resume
+               current run segment (the first run, or a resume
+               after an answer), what MAX_ATTEMPTS counts; a clean
+               end (a suspension) starts a new segment
 seq            the number of the Task's last event                   every move
 error          why it failed                                         fail
 usage, turns   what the finished run used                            complete
@@ -41,7 +44,10 @@ events         the Task's events, where the store keeps them inline  stores
 Tasks stored by earlier versions read the same: ``resuming`` (an answer
 being resumed) becomes ``answer`` with phase ``resuming``; ``audit`` (the
 earlier decision trail) is kept for the event log to read (see
-:func:`legacy_audit`).
+:func:`legacy_audit`). Without ``segment_attempts`` (stored before it
+existed) a first run's segment is all its ``attempts``, and a resumed one
+counts from its current attempt: an upgrade never gives up approved work
+early.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ _KNOWN = (
     "lease",
     "worker",
     "attempts",
+    "segment_attempts",
     "seq",
     "message_key",
     "error",
@@ -105,6 +112,7 @@ class Private:
     lease: Lease | None = None
     worker: str | None = None
     attempts: int = 0
+    segment_attempts: int = 0
     seq: int = 0
     error: str | None = None
     usage: dict[str, Any] | None = None
@@ -112,6 +120,21 @@ class Private:
     #: Who sent which messageId (idempotent sends: a repeat returns this Task).
     message_key: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def start_attempt(self) -> None:
+        """A worker starts a run: one more attempt, in all and in this segment."""
+        self.attempts += 1
+        self.segment_attempts += 1
+
+    def refund_attempt(self) -> None:
+        """The run was given back unfinished (not interrupted): it does not count."""
+        self.attempts = max(0, self.attempts - 1)
+        self.segment_attempts = max(0, self.segment_attempts - 1)
+
+    def end_segment(self) -> None:
+        """The run ended cleanly (suspended, finished): the next run — a
+        resume after an answer — starts a segment with the whole budget."""
+        self.segment_attempts = 0
 
     def drop_suspension(self) -> None:
         """Forget what only a suspended run needs."""
@@ -124,6 +147,17 @@ def _whole(value: Any) -> int:
         return max(0, int(value or 0))
     except (TypeError, ValueError):
         return 0
+
+
+def _segment_attempts(raw: dict[str, Any], phase: str) -> int:
+    if "segment_attempts" in raw:
+        return _whole(raw["segment_attempts"])
+    # Stored before segments were counted: a first run has had no suspension,
+    # so all its attempts are the segment's; a resumed run's are unknown, so
+    # they count from the one under way (never more than were spent).
+    if phase in (states.QUEUED, states.RUNNING):
+        return _whole(raw.get("attempts"))
+    return min(1, _whole(raw.get("attempts"))) if phase == states.RESUMING else 0
 
 
 def read(task: Task | None) -> Private:
@@ -160,6 +194,7 @@ def read(task: Task | None) -> Private:
         else None,
         worker=raw.get("worker") if isinstance(raw.get("worker"), str) else None,
         attempts=_whole(raw.get("attempts")),
+        segment_attempts=_segment_attempts(raw, phase),
         seq=_whole(raw.get("seq")),
         error=raw.get("error") if isinstance(raw.get("error"), str) else None,
         usage=raw.get("usage") if isinstance(raw.get("usage"), dict) else None,
@@ -186,6 +221,7 @@ def write(task: Task, private: Private) -> None:
     if private.lease is not None:
         out["lease"] = {"owner": private.lease.owner, "until": private.lease.until}
     out["attempts"] = private.attempts
+    out["segment_attempts"] = private.segment_attempts
     out["seq"] = private.seq
     task[PRIVATE_KEY] = out
 

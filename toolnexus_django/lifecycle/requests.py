@@ -10,6 +10,13 @@ narrows or widens this for its own Requests through
 ``TOOLNEXUS["TOOL_ANSWERERS"]`` or, where the operator did not decide, a
 ``data["answerers"]`` of the Request. The system (expiry) always may.
 
+Segregation of duties: a reviewer does not answer, as a reviewer, a Request
+of a Task they sent themselves that only a reviewer may answer — the
+requester of an approval never approves it, wherever the answer comes from
+(the admin, bulk, four eyes, ``answer_task(..., user=...)``) — unless
+``REVIEW["ALLOW_SELF_APPROVAL"]``. Where the requester may answer (an
+``input`` question, by default), they still may.
+
 Every answer's data is checked against the Request's ``data.schema``; a
 decline, and an approval that carries no data, are valid whatever it says.
 """
@@ -24,7 +31,10 @@ from toolnexus import Answer
 from ..agent.transcript import halted_tool
 from ..conf import toolnexus_settings
 from ..schemas import violations_of
+from ..stores.base import Task
+from . import states
 from .messages import text_part
+from .private import Private, read
 
 logger = logging.getLogger("toolnexus_django.lifecycle")
 
@@ -48,12 +58,13 @@ REVIEWER_NOTE = "A reviewer must answer this request; the task waits until one d
 class AnswerRefused(Exception):
     """The answer was not taken; nothing changed. ``reason`` is one of
     ``not-found``, ``not-waiting``, ``wrong-request``, ``already-answered``,
-    ``not-permitted`` (a reviewer without the permission), ``not-allowed``
-    (this role may not answer this Request), ``invalid`` (the data breaks
-    the Request's schema: ``violations`` says how), ``already-approved`` (a
-    four-eyes Request this reviewer approved already), or, for reviewers'
-    claims, ``claimed`` (another reviewer holds it), ``not-claimed`` and
-    ``changed`` (the Task moved meanwhile)."""
+    ``not-permitted`` (a reviewer without the permission), ``own-request``
+    (a reviewer answering a Request of their own Task that only a reviewer
+    may answer), ``not-allowed`` (this role may not answer this Request),
+    ``invalid`` (the data breaks the Request's schema: ``violations`` says
+    how), ``already-approved`` (a four-eyes Request this reviewer approved
+    already), or, for reviewers' claims, ``claimed`` (another reviewer holds
+    it), ``not-claimed`` and ``changed`` (the Task moved meanwhile)."""
 
     def __init__(
         self,
@@ -81,10 +92,38 @@ def is_reviewer(user: Any) -> bool:
     return bool(user.is_active and user.has_perm(ANSWER_PERMISSION))
 
 
-def check_reviewer(user: Any) -> None:
-    """Refuse (``not-permitted``) a user who is not a reviewer."""
+#: Said to a reviewer who would answer their own Request.
+OWN_REQUEST = "You sent this request, so another reviewer must answer it (segregation of duties)."
+
+
+def check_reviewer(user: Any, task: Task | None = None) -> None:
+    """Refuse (``not-permitted``) a user who is not a reviewer; with
+    ``task``, refuse (``own-request``) one who sent it, if only a reviewer
+    may answer what it waits on (:func:`is_own_request`)."""
     if not is_reviewer(user):
         raise AnswerRefused("not-permitted", "You are not allowed to answer tasks.")
+    if task is not None and is_own_request(user, task):
+        raise AnswerRefused("own-request", OWN_REQUEST, task=task)
+
+
+def is_own_request(user: Any, task: Task | None) -> bool:
+    """Whether ``user`` sent ``task``, which waits on a Request only a
+    reviewer may answer, while ``REVIEW["ALLOW_SELF_APPROVAL"]`` is off:
+    then ``user`` may not answer it, nor claim it, as a reviewer."""
+    private = read(task)
+    if private.phase != states.WAITING or private.pending is None or private.owner is None:
+        return False
+    if str(getattr(user, "pk", None)) != private.owner:
+        return False
+    if toolnexus_settings.REVIEW["ALLOW_SELF_APPROVAL"]:
+        return False
+    return REQUESTER not in answerers_of(private)
+
+
+def answerers_of(private: Private) -> tuple[str, ...]:
+    """Who may answer the Request ``private`` waits on (its halted tool's rules)."""
+    tool = halted_tool_name(private.halt, private.transcript, private.style or "")
+    return answerers_for(private.pending or {}, tool)
 
 
 def normalize_answerers(value: Any) -> tuple[str, ...] | None:

@@ -87,27 +87,34 @@ def submit(
 
 
 def claim(store: TaskStore, task: Task, *, worker: str) -> Moved | None:
-    """A worker takes a submitted Task: ``working`` with its lease, one more attempt."""
+    """A worker takes a submitted Task: ``working`` with its lease, one more
+    attempt of its first run segment."""
     new, private = begin(task, "claim")
     set_status(new, states.WORKING)
     private.phase, private.lease, private.worker = states.RUNNING, new_lease(worker), worker
-    private.attempts += 1
+    private.start_attempt()
     return commit(
         store, task, new, private, "claim", actor=worker, actor_kind=WORKER, via="worker",
-        detail={"attempt": private.attempts},
+        detail=_attempt(private),
     )  # fmt: skip
 
 
 def start_resume(store: TaskStore, task: Task, *, worker: str) -> Moved | None:
-    """A worker takes an answered Task to resume its run."""
+    """A worker takes an answered Task to resume its run: one more attempt of
+    the segment its answer started (a requeued resume's earlier tries count)."""
     new, private = begin(task, "resume")
     set_status(new, states.WORKING)
     private.phase, private.lease, private.worker = states.RESUMING, new_lease(worker), worker
-    private.attempts += 1
+    private.start_attempt()
     return commit(
         store, task, new, private, "resume", actor=worker, actor_kind=WORKER, via="worker",
-        detail={"attempt": private.attempts},
+        detail=_attempt(private),
     )  # fmt: skip
+
+
+def _attempt(private: Private) -> dict[str, int]:
+    """A run's start: its attempt in all, and in its run segment (the budget's)."""
+    return {"attempt": private.attempts, "segment_attempt": private.segment_attempts}
 
 
 def renew(store: TaskStore, task: Task) -> Moved | None:
@@ -156,6 +163,7 @@ def suspend(
     private.style = style
     private.halt = halt
     private.review = None
+    private.end_segment()  # a clean stop: its resume gets the whole attempt budget
     return commit(
         store, task, new, private, "suspend", actor=worker, actor_kind=WORKER, via="worker",
         detail={"request": req.get("id"), "kind": req.get("kind"), "tool": name},
@@ -199,6 +207,7 @@ def complete(
     append_history(new, agent_message(text, task=new))
     worker = private.lease.owner if private.lease else ""
     private.drop_suspension()
+    private.end_segment()
     private.phase, private.lease, private.usage, private.turns = states.DONE, None, usage, turns
     return commit(
         store, task, new, private, "complete", actor=worker, actor_kind=WORKER, via="worker",
@@ -215,18 +224,23 @@ def fail(
     actor: str | None = None,
     actor_kind: str = WORKER,
     via: str = "worker",
+    detail: dict[str, Any] | None = None,
 ) -> Moved | None:
-    """Failed, with a readable reason as the status message."""
+    """Failed, with a readable reason as the status message (public: words,
+    never an exception's text); ``detail`` (the exception, say) stays in the
+    event's private detail."""
     new, private = begin(task, kind)
     reason = cut_text(reason, MAX_REASON_CHARS)
     set_status(new, states.FAILED, reason)
     if actor is None:
         actor = private.lease.owner if private.lease else ""
     private.drop_suspension()
+    if kind == "fail":  # the run's own end; a give-up keeps the count it gave up at
+        private.end_segment()
     private.phase, private.lease, private.error = states.DONE, None, reason
     return commit(
         store, task, new, private, kind, actor=actor, actor_kind=actor_kind, via=via,
-        detail={"error": reason},
+        detail={"error": reason, **(detail or {})},
     )  # fmt: skip
 
 
@@ -242,7 +256,7 @@ def _back(task: Task, kind: str, *, refund: bool) -> tuple[Task, Private]:
     private.phase = states.ANSWERED if resuming else states.QUEUED
     private.lease = None
     if refund:
-        private.attempts = max(0, private.attempts - 1)
+        private.refund_attempt()
     return new, private
 
 
@@ -261,13 +275,24 @@ def requeue(store: TaskStore, task: Task) -> Moved | None:
     new, private = _back(task, "requeue", refund=False)
     return commit(
         store, task, new, private, "requeue", actor="system", actor_kind=SYSTEM, via="recovery",
-        detail={"attempts": private.attempts},
+        detail={"attempts": private.attempts, "segment_attempts": private.segment_attempts},
     )  # fmt: skip
 
 
+def out_of_attempts(task: Task) -> bool:
+    """Whether the run segment under way has started ``MAX_ATTEMPTS`` runs:
+    once its lease lapses, it is given up rather than run again. Attempts of
+    earlier segments (the first run and resumes that ended cleanly, on a
+    Request) never count against a later one."""
+    return read(task).segment_attempts >= int(toolnexus_settings.MAX_ATTEMPTS)
+
+
 def give_up(store: TaskStore, task: Task) -> Moved | None:
-    """The lease lapsed once too often (MAX_ATTEMPTS): failed."""
-    attempts = read(task).attempts
+    """The lease lapsed once too often (MAX_ATTEMPTS in one run segment):
+    failed, saying how many attempts were interrupted — each of the
+    segment's (a clean end would have started a new segment; a released run
+    is refunded)."""
+    attempts = read(task).segment_attempts
     return fail(
         store, task, interrupted_message(attempts), kind="give_up", actor="system",
         actor_kind=SYSTEM, via="recovery",

@@ -3,9 +3,12 @@
 - :mod:`.configs` stores a Task's configs in the django store's database,
   :mod:`.local` beside the Task for the memory and file stores;
 - :mod:`.book` is where a config's delivery state lives, for either;
-- :mod:`.ssrf` decides which URLs may be called;
+- :mod:`.locks` is the one order their database rows are locked in;
+- :mod:`.ssrf` decides which URLs may be called (:mod:`.addresses`: what an
+  address stands for);
 - :mod:`.secrets` keeps tokens and credentials encrypted at rest;
-- :mod:`.sender` makes one HTTP call;
+- :mod:`.notify` builds one notification's request, :mod:`.sender` makes
+  the HTTP call;
 - :mod:`.delivery` follows each config's Task event log and delivers it.
 
 The event log is the outbox: every move writes its event in the same

@@ -5,7 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
+from django.utils import timezone
 
 from ..a2a.pushconfig import (
     MAX_CONFIGS_PER_TASK,
@@ -15,6 +16,7 @@ from ..a2a.pushconfig import (
 )
 from ..conf import toolnexus_settings
 from . import secrets
+from .locks import lock_configs, lock_task
 from .ssrf import RefusedURL, check_url
 
 
@@ -106,27 +108,20 @@ class DatabasePushConfigs:
     def _set(
         self, task_id: str, owner: str | None, spec: PushConfigSpec, dialect: str, after: int
     ) -> Any:
-        from ..models import TaskRecord
-
         config_id = spec.config_id or str(uuid.uuid4())
         with transaction.atomic(using=self.using):
-            record = TaskRecord.objects.using(self.using).select_for_update().get(pk=task_id)
-            existing = self.rows.filter(task_id=task_id)
-            if (
-                existing.count() >= MAX_CONFIGS_PER_TASK
-                and not existing.filter(config_id=config_id).exists()
-            ):
+            # The lock order (push.locks): the Task, then its configs by id.
+            seq = lock_task(self.using, task_id)
+            if seq is None:
+                raise LookupError(f"no Task {task_id}")
+            ids = dict(lock_configs(self.rows.filter(task_id=task_id), "config_id", "pk"))
+            if len(ids) >= MAX_CONFIGS_PER_TASK and config_id not in ids:
                 raise ValueError(f"a Task has at most {MAX_CONFIGS_PER_TASK} push configs")
-            start = record.event_seq if after < 0 else min(after, record.event_seq)
-            try:
-                row, _ = self.rows.update_or_create(
-                    task_id=task_id,
-                    config_id=config_id,
-                    defaults=config_values(owner, spec, dialect, start),
-                )
-            except IntegrityError:  # a concurrent set of the same id
-                row = self.rows.get(task_id=task_id, config_id=config_id)
-        return row
+            values = config_values(owner, spec, dialect, seq if after < 0 else min(after, seq))
+            if config_id in ids:
+                self.rows.filter(pk=ids[config_id]).update(**values, updated_at=timezone.now())
+                return self.rows.get(pk=ids[config_id])
+            return self.rows.create(task_id=task_id, config_id=config_id, **values)
 
     def get(self, task_id: str, config_id: str | None) -> StoredPushConfig | None:
         rows = self.rows.filter(task_id=task_id)
@@ -137,12 +132,14 @@ class DatabasePushConfigs:
         return [stored(row) for row in self.rows.filter(task_id=task_id)]
 
     def delete(self, task_id: str, config_id: str) -> bool:
-        # The row locked first: a delivery logging an attempt for it then
-        # waits, and fails (its config is gone) instead of this delete failing
-        # on the row it added meanwhile (PostgreSQL checks the foreign key).
+        # The lock order (push.locks): the Task, then the config; a delivery
+        # logging an attempt for it then waits, and fails quietly (its config
+        # is gone) instead of this delete failing on the row it added.
         with transaction.atomic(using=self.using):
-            chosen = self.rows.select_for_update().filter(task_id=task_id, config_id=config_id)
-            if not list(chosen.values_list("pk", flat=True)):
+            if lock_task(self.using, task_id) is None:
                 return False
-            chosen.delete()
+            pks = lock_configs(self.rows.filter(task_id=task_id, config_id=config_id))
+            if not pks:
+                return False
+            self.rows.filter(pk__in=pks).delete()
         return True

@@ -34,20 +34,16 @@ from typing import Any
 
 from django.db import IntegrityError, InterfaceError, OperationalError, connections
 
-from ..a2a.dialects import Dialect, render_task
-from ..a2a.follow import event_messages
 from ..a2a.pushconfig import keeps_configs
 from ..conf import toolnexus_settings
 from ..fulfilment.jobs import job
-from ..lifecycle import states
 from ..lifecycle.events import Event
-from ..lifecycle.public import public_status
 from ..stores import DjangoTaskStore, TaskStore, get_task_store
-from ..strictjson import dumps
 from ..threads import DaemonThreadPool
-from . import secrets, sender, signing
+from . import sender
 from .book import DELIVERED, DISABLED, GAVE_UP, REFUSED, RETRY, Attempt, Book, DatabaseBook, until
 from .configs import check, push_setting
+from .notify import notifications, send
 
 logger = logging.getLogger("toolnexus_django.push")
 
@@ -217,30 +213,6 @@ def sweep() -> dict[str, Any]:
 # -- delivering --------------------------------------------------------------------------------
 
 
-def notifications(row: Any, task: dict[str, Any], event: Event) -> list[tuple[str, Any]]:
-    """(id, body) of each notification ``event`` makes in the config's dialect:
-    v1.0 the StreamResponses a stream would send (artifact updates, then the
-    status update); v0.3 and toolnexus the Task as the event left it."""
-    if event.kind in states.UNSEEN:
-        return []  # a reviewer's move: the Task's public side is as it was
-    if row.dialect == Dialect.V10.value:
-        return [(str(m.id), m.result) for m in event_messages(event, task, Dialect.V10)]
-    rendered = render_task(task, Dialect.V03)
-    rendered["status"] = public_status(event.status, str(task["id"]))
-    return [(str(event.seq), rendered)]
-
-
-def headers_for(row: Any, notification_id: str) -> dict[str, str]:
-    headers = {"X-A2A-Event-Id": notification_id}
-    token = secrets.unseal(row.token)
-    if token:
-        headers["X-A2A-Notification-Token"] = token
-    credentials = secrets.unseal(row.credentials)
-    if row.auth_scheme and credentials:
-        headers["Authorization"] = f"{row.auth_scheme} {credentials}"
-    return headers
-
-
 def retry_delay(failures: int, retry_after: float | None = None) -> float:
     """Seconds before the next try: doubling from RETRY_DELAY up to
     MAX_RETRY_DELAY, with jitter (half to all of it); at least Retry-After."""
@@ -303,17 +275,17 @@ def _deliver_event(
             )
             _disable(book, key, row, holder, reason)
             return DISABLED
-        payload = dumps(body)
-        headers = headers_for(row, notification_id)
-        signature = signing.sign(row.task_id, notification_id, payload)
-        if signature is not None:
-            headers[signing.HEADER] = signature
-        reply = sender.post(target, payload, headers, timeout)
+        reply = send(target, row, notification_id, body, timeout)
         if reply.delivered:
             done.append(Attempt(event.seq, notification_id, attempt, DELIVERED, reply.status))
             logger.debug("push delivered: Task %s event %s", row.task_id, notification_id)
             continue
         error = reply.error or _reply_text(reply)
+        if reply.unsendable:  # it would fail the same way every time: disabled now
+            reason = f"{error}; set the config again"
+            book.log(key, row, Attempt(event.seq, notification_id, attempt, DISABLED, None, reason))
+            _disable(book, key, row, holder, reason)  # its one log line
+            return DISABLED
         if not reply.retryable:
             # The receiver refused it for good (a 4xx, a redirect): skip it.
             _log(

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
+from ..a2a.pushconfig import HEADER_RULE, header_safe
 from .ssrf import Target
 
 #: Bytes of a response read (enough for an error message, no more).
@@ -22,12 +23,15 @@ MAX_RESPONSE_BYTES = 4096
 
 @dataclass(frozen=True)
 class Reply:
-    """What a call came to: an HTTP status, or the error that prevented one."""
+    """What a call came to: an HTTP status, or the error that prevented one.
+    ``unsendable``: the request cannot be made as configured, whenever it is
+    tried (a header value that is not header-safe)."""
 
     status: int | None
     error: str = ""
     retry_after: float | None = None
     body: bytes = b""
+    unsendable: bool = False
 
     @property
     def delivered(self) -> bool:
@@ -36,6 +40,8 @@ class Reply:
     @property
     def retryable(self) -> bool:
         """Worth another try: no answer, a timeout, a 5xx or a 429."""
+        if self.unsendable:
+            return False
         return self.status is None or self.status >= 500 or self.status in (408, 429)
 
 
@@ -73,7 +79,17 @@ def _retry_after(value: str | None) -> float | None:
 
 
 def post(target: Target, body: bytes, headers: dict[str, str], timeout: float) -> Reply:
-    """POST ``body`` to ``target``; never raises for a network failure."""
+    """POST ``body`` to ``target``; never raises: whatever prevents an answer
+    — the network, or building the request — is the Reply's error."""
+    for name, value in headers.items():
+        if not header_safe(value):
+            # Never sent, nor quoted (it may be a secret): a config stored
+            # before credentials were checked at creation.
+            return Reply(
+                None,
+                error=f"the {name} header cannot be sent: it is not {HEADER_RULE}",
+                unsendable=True,
+            )
     cls = _PinnedHTTPS if target.scheme == "https" else _PinnedHTTP
     connection = cls(target, timeout)
     try:
@@ -96,6 +112,10 @@ def post(target: Target, body: bytes, headers: dict[str, str], timeout: float) -
         )
     except (OSError, http.client.HTTPException) as exc:
         return Reply(None, error=f"{type(exc).__name__}: {exc}"[:500])
+    except Exception as exc:  # building the request failed: a failure of this config
+        return Reply(
+            None, error=f"the request could not be made: {type(exc).__name__}: {exc}"[:500]
+        )
     finally:
         connection.close()
 

@@ -38,10 +38,12 @@ def claim_task(
 ) -> Task:
     """``user`` claims the waiting Task: the Task as saved. Raises
     :class:`AnswerRefused` ``"claimed"`` naming who holds it (unless
-    ``take_over``) — also when another reviewer's claim won the race."""
+    ``take_over``) — also when another reviewer's claim won the race — and
+    ``"own-request"`` when ``user`` sent it and may not answer it."""
     check_reviewer(user)
     store = store or get_task_store()
     task = _task(store, task_id)
+    check_reviewer(user, task)  # the requester does not review their own Request
     moved = lifecycle.claim_review(store, task, reviewer=reviewer_name(user), take_over=take_over)
     if moved is None:
         fresh = store.get(task_id) or task

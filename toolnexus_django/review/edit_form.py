@@ -8,7 +8,7 @@ from typing import Any
 
 from django import forms
 
-from .forms import JsonReplyForm, SchemaNotSupported, schema_form_class
+from .forms import JsonReplyForm, SchemaNotSupported, schema_form_class, text_help
 
 PREFIX = "edit"
 
@@ -29,7 +29,8 @@ def edit_form(halt: dict[str, Any] | None, data: Any = None) -> forms.Form:
     comment = getattr(form, "comment_field_name", "comment")
     for name, field in form.fields.items():
         if name != comment and not field.help_text:
-            field.help_text = "The model asked for: " + _shown(arguments.get(name))
+            # What the model asked for is the peer's text: never HTML.
+            field.help_text = text_help("The model asked for: " + _shown(arguments.get(name)))
     if isinstance(form, JsonReplyForm):
         form.fields["data"].label = "Arguments (JSON object)"
         form.fields["data"].help_text = "The tool runs with exactly this object."

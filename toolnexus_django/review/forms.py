@@ -45,6 +45,7 @@ __all__ = [
     "SchemaNotSupported",
     "SchemaReplyForm",
     "schema_form_class",
+    "text_help",
 ]
 
 COMMENT_MAX_LENGTH = 2000
@@ -58,6 +59,14 @@ AUTHORIZATION_OUTCOMES = [
     ("done", "Done: the sign-in at the link succeeded"),
     ("failed", "Failed: the sign-in did not succeed"),
 ]
+
+
+def text_help(text: str) -> str:
+    """``text`` from a tool, a model or a peer, as a field's help text.
+    Django's form and admin templates render help texts as HTML (``|safe``),
+    so outside text is escaped here, once; this app's own templates render
+    help texts escaped too (an escaped string is not escaped twice)."""
+    return escape(text)
 
 
 class SchemaNotSupported(ValueError):
@@ -307,9 +316,8 @@ def _field_for(name: str, prop: Any, required: bool) -> tuple[forms.Field, str]:
         if key in prop:
             if not isinstance(prop[key], str):
                 raise SchemaNotSupported(f"{where}: {key} must be a string")
-            # Django's form templates render help_text with |safe, and schemas
-            # come from tools, so escape it here.
-            common[arg] = prop[key] if arg == "label" else escape(prop[key])
+            # Labels are escaped where they are rendered; help texts are not.
+            common[arg] = prop[key] if arg == "label" else text_help(prop[key])
     if "default" in prop:
         common["initial"] = prop["default"]
 
@@ -369,7 +377,9 @@ def _string_field(where: str, prop: dict[str, Any], common: dict[str, Any]) -> f
         if compiled is None:
             raise SchemaNotSupported(f"{where}: pattern must be a string")
         # JSON Schema patterns are unanchored, like RegexValidator's search().
-        validators.append(RegexValidator(compiled, message=f"Enter a value matching {pattern}."))
+        # The message is %-formatted (with the value): a % of the pattern is literal.
+        said = f"Enter a value matching {pattern}.".replace("%", "%%")
+        validators.append(RegexValidator(compiled, message=said))
 
     fmt = prop.get("format")
     widget: forms.Widget

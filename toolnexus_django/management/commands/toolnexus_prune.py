@@ -14,7 +14,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
-from ...models import TERMINAL_STATES, Conversation, TaskRecord
+from ...models import TERMINAL_STATES, Conversation, PushConfig, TaskRecord
+from ...push.locks import lock_configs
 
 BATCH = 1000
 
@@ -69,7 +70,11 @@ class Command(BaseCommand):
             if not ids:
                 break
             with transaction.atomic(using=using):
-                # Their events go with them (counted apart by delete()).
+                # The Tasks first, in id order, then what goes with them —
+                # their events, push configs and deliveries (push.locks' order).
+                batch = TaskRecord.objects.using(using).filter(pk__in=ids).order_by("pk")
+                ids = list(batch.select_for_update().values_list("pk", flat=True))
+                lock_configs(PushConfig.objects.using(using).filter(task_id__in=ids))
                 _, by_model = TaskRecord.objects.using(using).filter(pk__in=ids).delete()
                 deleted += by_model.get(TaskRecord._meta.label, 0)
         self.stdout.write(f"deleted {deleted} task(s) ({', '.join(states)})")

@@ -1,0 +1,263 @@
+"""The HTTP transport toolnexus's client makes its model calls through, as
+this app wraps it (``http_transport``, toolnexus's public hook):
+
+- :class:`BudgetedTransport` cuts each call's timeout to what is left of
+  the run (``RUN_TIMEOUT``), around whichever transport is configured;
+- :class:`BoundedTransport` is the default transport: it reads at most
+  ``MAX_MODEL_RESPONSE_BYTES`` of an answer (and of an HTTP error's body)
+  and hands toolnexus only an answer of the shape it reads;
+- a model's answer it refuses raises a :class:`ModelAnswerError`, whose
+  message says what is wrong in words (it becomes the failed Task's status
+  message; the bytes that were wrong go to the log only).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+import toolnexus
+from toolnexus.client import ProviderError
+
+from ..threads import current_budget
+
+#: How much of a body is read per call (the bound is checked after each).
+CHUNK = 64 * 1024
+
+
+class AbandonedCall(TimeoutError):
+    """A model call was about to start for a run that is already over.
+
+    A TimeoutError, so toolnexus handles it like a network timeout."""
+
+
+class BudgetedTransport:
+    """toolnexus's HTTP transport (or the one configured), with each model
+    call's timeout clamped to what is left of the run's budget.
+
+    Works around toolnexus: it derives the per-request urllib timeout from its
+    own ``timeout_ms`` (or 120 s without one) and knows nothing of
+    RUN_TIMEOUT, and a blocked urllib call cannot be interrupted; so a silent
+    model would hold an IO thread long after the run gave up. ``http_transport``
+    is its public hook; this only delegates, with a shorter timeout.
+    """
+
+    def __init__(self, inner: Any = None) -> None:
+        self.inner = inner if inner is not None else toolnexus.UrllibTransport()
+
+    def _clamp(self, timeout: float) -> float:
+        budget = current_budget()
+        if budget is None:
+            return timeout
+        left = budget.remaining()
+        if budget.abandoned or (left is not None and left <= 0):
+            raise AbandonedCall("the run is over (RUN_TIMEOUT passed, or it was canceled)")
+        return timeout if left is None else min(timeout, left)
+
+    def post(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
+    ) -> Any:
+        return self.inner.post(url, headers, payload, self._clamp(timeout))
+
+    def open(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
+    ) -> Any:
+        return self.inner.open(url, headers, payload, self._clamp(timeout))
+
+
+class ModelAnswerError(Exception):
+    """A model's answer this app does not hand to toolnexus; ``str()`` says
+    what is wrong, in words fit for the Task's public status message."""
+
+
+class ModelAnswerTooLarge(ModelAnswerError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"The model's answer was larger than {limit} bytes")
+        self.limit = limit
+
+
+class ModelAnswerUnreadable(ModelAnswerError):
+    def __init__(self, why: str) -> None:
+        super().__init__(f"The model's answer could not be read ({why})")
+        self.why = why
+
+
+class BoundedTransport:
+    """toolnexus's default transport (a blocking urllib POST), reading at most
+    ``max_bytes`` of any body.
+
+    Works around toolnexus: its ``UrllibTransport`` reads a whole answer
+    (``json.loads(resp.read())``) and a whole HTTP error body, however large —
+    a 50 MB answer of short strings took a worker past 700 MB. This is the
+    same POST through the same public hook, with every read bounded; an
+    HTTP error is raised as toolnexus's own ``ProviderError``, so its retries
+    and ``Retry-After`` handling are unchanged. The answer is parsed here and
+    checked for the fields toolnexus reads without checking (a ``{"choices":
+    "x"}`` made it raise ``TypeError: string indices must be integers``).
+    """
+
+    def __init__(self, max_bytes: int, style: str = "openai") -> None:
+        self.max_bytes = max_bytes
+        self.style = style
+
+    def post(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        with self._open(url, headers, payload, timeout) as response:
+            body = read_bounded(response, self.max_bytes)
+        return parse_answer(body, self.style)
+
+    def open(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
+    ) -> Any:
+        """A streaming answer, refused once it has sent more than ``max_bytes``."""
+        return BoundedResponse(self._open(url, headers, payload, timeout), self.max_bytes)
+
+    def _open(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
+    ) -> Any:
+        data = json.dumps(payload).encode("utf-8")
+        request = urllib.request.Request(url, data=data, method="POST", headers=headers)
+        try:
+            return urllib.request.urlopen(request, timeout=timeout)
+        except urllib.error.HTTPError as error:
+            with error:
+                text = read_bounded(error, self.max_bytes, cut=True).decode("utf-8", "replace")
+            retry_after = error.headers.get("Retry-After") if error.headers else None
+            raise ProviderError(error.code, text, retry_after) from None
+
+
+def read_bounded(response: Any, limit: int, *, cut: bool = False) -> bytes:
+    """At most ``limit`` bytes of ``response``'s body: past it, raise
+    :class:`ModelAnswerTooLarge` (or, with ``cut``, return the first
+    ``limit`` bytes) without reading the rest."""
+    headers = getattr(response, "headers", None)
+    length = headers.get("Content-Length") if headers is not None else None
+    if not cut and length and length.strip().isdigit() and int(length) > limit:
+        raise ModelAnswerTooLarge(limit)
+    body = bytearray()
+    while len(body) <= limit:
+        chunk = response.read(min(CHUNK, limit + 1 - len(body)))
+        if not chunk:
+            return bytes(body)
+        body += chunk
+    if cut:
+        return bytes(body[:limit])
+    raise ModelAnswerTooLarge(limit)
+
+
+class BoundedResponse:
+    """A live streaming response that raises :class:`ModelAnswerTooLarge`
+    once more than ``limit`` bytes have been read from it."""
+
+    def __init__(self, response: Any, limit: int) -> None:
+        self._response = response
+        self._limit = limit
+        self._read = 0
+
+    def _count(self, data: bytes) -> bytes:
+        self._read += len(data)
+        if self._read > self._limit:
+            raise ModelAnswerTooLarge(self._limit)
+        return data
+
+    def read(self, amount: int = -1) -> bytes:
+        if amount is None or amount < 0:
+            amount = self._limit + 1 - self._read  # never the whole of an endless body
+        return self._count(self._response.read(amount))
+
+    def read1(self, amount: int = -1) -> bytes:
+        return self._count(self._response.read1(amount))
+
+    def readline(self, limit: int = -1) -> bytes:
+        return self._count(self._response.readline(limit))
+
+    def close(self) -> None:
+        self._response.close()
+
+    def __enter__(self) -> BoundedResponse:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._response, name)
+
+
+def parse_answer(body: bytes, style: str) -> dict[str, Any]:
+    """The model's answer as toolnexus reads it, or :class:`ModelAnswerUnreadable`."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ModelAnswerUnreadable("it is not UTF-8 text") from exc
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ModelAnswerUnreadable("it is not JSON") from exc
+    problem = (
+        _anthropic_problem(data) if style == "anthropic" else _openai_problem(data)
+    ) if isinstance(data, dict) else "it is not a JSON object"  # fmt: skip
+    if problem:
+        raise ModelAnswerUnreadable(problem)
+    return data
+
+
+# What toolnexus 0.21's client reads from an answer without checking (its
+# _run_openai / _run_anthropic and _add_usage): anything else there raised a
+# TypeError, KeyError or AttributeError inside its loop.
+
+
+def _usage_problem(usage: Any, keys: tuple[str, ...]) -> str | None:
+    if usage is None:
+        return None
+    if not isinstance(usage, dict) or not all(
+        isinstance(usage.get(k), int | float | None) and not isinstance(usage.get(k), bool)
+        for k in keys
+    ):
+        return "its usage is not token counts"
+    return None
+
+
+def _openai_problem(data: dict[str, Any]) -> str | None:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return "it has no choices"
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        return "its first choice has no message"
+    if not isinstance(message.get("content"), str | None):
+        return "its message's content is not text"
+    calls = message.get("tool_calls")
+    if calls is not None and not (
+        isinstance(calls, list)
+        and all(
+            isinstance(c, dict)
+            and "id" in c
+            and isinstance(c.get("function"), dict)
+            and isinstance(c["function"].get("name"), str)
+            for c in calls
+        )
+    ):
+        return "its tool calls are malformed"
+    return _usage_problem(data.get("usage"), ("prompt_tokens", "completion_tokens", "total_tokens"))
+
+
+def _anthropic_problem(data: dict[str, Any]) -> str | None:
+    content = data.get("content")
+    if content is not None and not (
+        isinstance(content, list) and all(isinstance(b, dict) for b in content)
+    ):
+        return "its content is not a list of blocks"
+    for block in content or ():
+        if block.get("type") == "text" and not isinstance(block.get("text", ""), str):
+            return "a text block holds no text"
+        if block.get("type") == "tool_use" and not (
+            isinstance(block.get("name"), str)
+            and "id" in block
+            and isinstance(block.get("input"), dict | None)
+        ):
+            return "its tool calls are malformed"
+    return _usage_problem(data.get("usage"), ("input_tokens", "output_tokens"))

@@ -150,7 +150,9 @@ def test_a_script_that_runs_out_fails_the_run_and_says_why() -> None:
     with ScriptedModel(call("whoami")):
         failed = run_task("who am I?")
     assert failed.state == "failed"
-    assert "the scripted model was asked for turn 2, but its script has 1 step(s)" in failed.text
+    assert "the scripted model was asked for turn 2, but its script has 1 step(s)" in str(
+        failed.cause
+    )
 
 
 @pytest.mark.django_db(transaction=True)

@@ -166,13 +166,19 @@ class TaskRun:
     request: Request | None
     #: The Task as a peer sees it (``GetTask``).
     task: dict[str, Any] = field(repr=False)
+    #: Why a failed run failed, as the server log has it (the exception; the
+    #: wire says it in words only), else None.
+    cause: str | None = None
 
     @classmethod
     def read(cls, task_id: str, store: TaskStore | None = None) -> TaskRun:
         """The Task ``task_id`` as it is now."""
-        stored = (store or get_task_store()).get(task_id)
+        store = store or get_task_store()
+        stored = store.get(task_id)
         if stored is None:
             raise LookupError(f"no Task {task_id!r}")
+        failures = [e for e in store.events(task_id) if e.get("kind") in ("fail", "give_up")]
+        cause = (failures[-1].get("private") or {}).get("cause") if failures else None
         public = lifecycle.public_task(stored)
         pending = lifecycle.read(stored).pending
         request = Request(**pending) if pending else None
@@ -183,6 +189,7 @@ class TaskRun:
             text=request.prompt if request is not None else _text_of(public),
             request=request,
             task=public,
+            cause=cause,
         )
 
 

@@ -129,7 +129,7 @@ def test_after_a_restart_a_new_toolnexus_serve_process_resumes_with_the_same_run
         )
     answered, *later = after
     assert answered["answer"]["ok"] is True and answered["answer"]["id"].startswith(
-        "approved_group-"
+        "approve-approved_group-"
     )
     assert answered["approved_by"] == ["rita"]
     assert all(s["answer"] is None and s["approved_by"] == [] for s in before + later)

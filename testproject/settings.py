@@ -103,6 +103,10 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+# Unset, Django's test live server would answer every path from MEDIA_ROOT
+# (the working directory) before the project's URLs.
+MEDIA_URL = "media/"
+MEDIA_ROOT = VAR_DIR / "media"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REST_FRAMEWORK = {

@@ -46,3 +46,9 @@ def test_mcp_calls_runs_beside_toolnexus_own_server() -> None:
         pytest.skip("needs wrk (apt-get install wrk)")
     out = run("benchmarks/mcp_calls.py", "--seconds", "1", "--rounds", "1")
     assert "toolnexus_serve (this app)" in out and "toolnexus Toolkit.serve" in out
+
+
+def test_header_flood_runs_and_every_connection_gets_its_431() -> None:
+    out = run("benchmarks/header_flood.py", "--connections", "5", "--header-mb", "0.5",
+              "--hold", "10")  # fmt: skip
+    assert "5 431, then closed" in out and "still answers: True" in out

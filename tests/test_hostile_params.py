@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import http
 from tests.corpus.hostile_params import rest_requests, rpc_requests
 from tests.utils import task_in
+from toolnexus_django.models import TaskRecord
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -33,6 +34,7 @@ def test_every_hostile_query_parameter_is_invalid_params_on_json_rpc(
 ) -> None:
     configure(None, store="django")
     task = task_in("completed")
+    tasks_before = TaskRecord.objects.count()
     refused = []
     for name, method, headers, params in rpc_requests(task["id"]):
         body = {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}
@@ -47,6 +49,7 @@ def test_every_hostile_query_parameter_is_invalid_params_on_json_rpc(
         if error.get("code") != -32602 or reply.json["id"] != 7:
             refused.append((name, method, reply.json))
     assert refused == [], refused[:5]
+    assert TaskRecord.objects.count() == tasks_before  # no refused send made a Task
     served = http(
         agent_url,
         data=json.dumps(

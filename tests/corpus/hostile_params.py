@@ -85,6 +85,8 @@ def _cases() -> list[tuple[str, str, dict[str, Any]]]:
             (f"historyLength {name}", "get", {"id": TASK, "historyLength": bad}),
             (f"historyLength {name}", "list", {"historyLength": bad}),
             (f"pageSize {name}", "list", {"pageSize": bad}),
+            # Refused before a Task is made.
+            (f"configuration.historyLength {name}", "send", {"historyLength": bad}),
         ]
     for name, bad in BAD_TIMESTAMPS.items():
         cases.append((f"statusTimestampAfter {name}", "list", {"statusTimestampAfter": bad}))
@@ -102,6 +104,14 @@ CASES = _cases()
 V1 = {"A2A-Version": "1.0"}
 
 
+def _send(role: str, part: dict[str, Any]) -> Any:
+    def spell(configuration: dict[str, Any]) -> dict[str, Any]:
+        message = {"role": role, "parts": [part], "messageId": "hostile-params"}
+        return {"message": message, "configuration": configuration}
+
+    return spell
+
+
 def _v03_push(params: dict[str, Any]) -> dict[str, Any]:
     out = {"id": params["taskId"]}
     if "id" in params:
@@ -110,6 +120,10 @@ def _v03_push(params: dict[str, Any]) -> dict[str, Any]:
 
 
 DIALECTS: dict[str, list[tuple[str, dict[str, str], Any]]] = {
+    "send": [
+        ("SendMessage", V1, _send("ROLE_USER", {"text": "hi"})),
+        ("message/send", {}, _send("user", {"kind": "text", "text": "hi"})),
+    ],
     "get": [("GetTask", V1, None), ("tasks/get", {}, None), ("GetTask", {}, None)],
     "cancel": [("CancelTask", V1, None), ("tasks/cancel", {}, None)],
     "subscribe": [("SubscribeToTask", V1, None), ("tasks/resubscribe", {}, None)],

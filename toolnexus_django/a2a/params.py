@@ -125,7 +125,7 @@ QUERY_PARAMS: dict[str, dict[str, Reader]] = {
         "historyLength": _count,
         "statusTimestampAfter": _moment,
     },
-    "push-set": {"taskId": _id},
+    "push-set": {"taskId": _id, "id": _id},
     "push-get": _PUSH_REF,
     "push-list": _PUSH_REF,
     "push-delete": _PUSH_REF,

@@ -153,7 +153,7 @@ DEFAULTS: dict[str, Any] = {
     # The most bytes of a request's line and headers under toolnexus_serve,
     # counted as they arrive: past it 431, and the connection is closed.
     # 64 KiB: room for large cookies and tokens (nginx allows 4 x 8 KiB by
-    # default, uvicorn's h11 16 KiB), and 200 held connections cost 13 MB.
+    # default, uvicorn's h11 16 KiB), and 200 unfinished headers hold 13 MB at most.
     "MAX_HEADER_BYTES": 65536,
     # Who may answer a pending Request, by its kind ("*" = any other kind):
     # "reviewer" (the admin, or code acting for a user with the answer_task

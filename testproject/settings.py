@@ -110,6 +110,10 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+# Unset, Django's test live server would answer every path from MEDIA_ROOT
+# (the working directory) before the project's URLs.
+MEDIA_URL = "media/"
+MEDIA_ROOT = VAR_DIR / "media"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REST_FRAMEWORK = {
@@ -202,6 +206,7 @@ TOOLNEXUS = {
     "MAX_RUNS": int(os.environ.get("TOOLNEXUS_MAX_RUNS", "256")),
     "DATABASE_THREADS": int(os.environ.get("TOOLNEXUS_DATABASE_THREADS", "16")),
     "READ_TIMEOUT": float(os.environ.get("TOOLNEXUS_READ_TIMEOUT", "30")),
+    "MAX_HEADER_BYTES": int(os.environ.get("TOOLNEXUS_MAX_HEADER_BYTES", "65536")),
     # Push notifications: hosts a webhook may be on though they are local
     # (the tests' receivers on 127.0.0.1), comma-separated.
     "PUSH": {

@@ -1,7 +1,7 @@
 """The project's ASGI application (the agent's endpoint served lean) on a
 real uvicorn server in a thread of the test process — what ``live_server`` is
 for the WSGI views. It serves on 127.0.0.1 with the same HTTP protocol as
-``toolnexus_serve`` (httptools, the header timeout)."""
+``toolnexus_serve`` (httptools, READ_TIMEOUT and MAX_HEADER_BYTES)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,18 @@ import uvicorn
 
 
 class AsgiServer:
-    def __init__(self, header_timeout: float = 30.0) -> None:
+    def __init__(self, read_timeout: float | None = None) -> None:
         from toolnexus_django.asgi import get_asgi_application
-        from toolnexus_django.worker import HeaderTimeoutProtocol
+        from toolnexus_django.conf import toolnexus_settings
+        from toolnexus_django.httpprotocol import BoundedHttpProtocol
 
-        protocol = type(
-            "HeaderTimeoutProtocol", (HeaderTimeoutProtocol,), {"header_timeout": header_timeout}
-        )
+        limits = {
+            "read_timeout": float(read_timeout or toolnexus_settings.READ_TIMEOUT),
+            "max_header_bytes": int(toolnexus_settings.MAX_HEADER_BYTES),
+        }
         self.config = uvicorn.Config(
             get_asgi_application(),
-            http=protocol,
+            http=type("BoundedHttpProtocol", (BoundedHttpProtocol,), limits),
             loop="uvloop",
             lifespan="off",
             proxy_headers=False,  # as toolnexus_serve: Django's settings decide

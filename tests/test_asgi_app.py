@@ -81,11 +81,32 @@ def app() -> tuple[AgentApplication, Django]:
     return AgentApplication(django), django
 
 
-def test_everything_but_the_endpoint_and_the_card_goes_to_django(app: Any) -> None:
+def test_everything_outside_the_mount_and_its_card_jwks_and_mcp_go_to_django(app: Any) -> None:
     agent, django = app
     assert call(agent, scope("/admin/", "GET"))[0] == 204
-    assert call(agent, scope("/agent/elsewhere", "GET"))[0] == 204
-    assert django.paths == ["/admin/", "/agent/elsewhere"]
+    assert call(agent, scope("/agent/.well-known/jwks.json", "GET"))[0] == 204
+    assert call(agent, scope("/agent/mcp"), b"{}")[0] == 204  # MCP is off: Django's 404
+    assert django.paths == ["/admin/", "/agent/.well-known/jwks.json", "/agent/mcp"]
+
+
+def test_every_other_path_under_the_mount_is_the_bindings_json_404(app: Any) -> None:
+    agent, django = app
+    status, headers, body = call(agent, scope("/agent/elsewhere", "GET"), b"")
+    assert status == 404 and headers["content-type"] == "application/json"
+    assert json.loads(body)["error"]["status"] == "NOT_FOUND"
+    assert django.paths == []
+
+
+def test_under_a_root_mount_the_projects_own_views_listed_first_stay_djangos(
+    settings: Any,
+) -> None:
+    settings.ROOT_URLCONF = "tests.urls_root_mount"
+    django = Django()
+    agent = AgentApplication(django)
+    assert call(agent, scope("/mine/", "GET"))[0] == 204
+    status, _, body = call(agent, scope("/elsewhere", "GET"), b"")
+    assert status == 404 and json.loads(body)["error"]["status"] == "NOT_FOUND"
+    assert django.paths == ["/mine/"]
 
 
 def test_a_host_not_in_allowed_hosts_is_refused(app: Any, settings: Any) -> None:

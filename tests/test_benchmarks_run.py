@@ -57,3 +57,9 @@ def test_model_answer_rss_runs_and_the_bound_refuses_the_answer() -> None:
         "The model's answer was larger than 4194304 bytes",
     )
     assert out["peak_mb"] >= out["rss_before_mb"] > 0
+
+
+def test_header_flood_runs_and_every_connection_gets_its_431() -> None:
+    out = run("benchmarks/header_flood.py", "--connections", "5", "--header-mb", "0.5",
+              "--hold", "10")  # fmt: skip
+    assert "5 431, then closed" in out and "still answers: True" in out

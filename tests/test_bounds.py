@@ -21,7 +21,9 @@ LIMIT = DEFAULTS["MAX_OUTPUT_CHARS"]
 def test_a_5_mb_reply_completes_cut_at_the_limit_with_a_marker(
     rpc: RpcClient, configure: Any, fake_llm: FakeLLM
 ) -> None:
-    configure(fake_llm)
+    # What is stored is bounded whatever the model may send: let the transport
+    # read the whole 5 MB answer (its own bound, 4 MiB, refuses it unread).
+    configure(fake_llm, MAX_MODEL_RESPONSE_BYTES=8 * 1024 * 1024)
     fake_llm.push(Text("y" * 5_000_000))
     done = rpc.wait(rpc.send("write a lot")["id"], timeout=60)
     assert done["status"]["state"] == "completed"

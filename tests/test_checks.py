@@ -343,11 +343,17 @@ def test_e009_run_timeout(ids_for: Any, value: Any) -> None:
     assert ids_for(RUN_TIMEOUT=value) == {"E009"}
 
 
+@pytest.mark.parametrize("value", [0, 1023, -1, "65536", True, 65536.0, None], ids=repr)
+def test_e009_max_header_bytes(ids_for: Any, value: Any) -> None:
+    assert ids_for(MAX_HEADER_BYTES=value) == {"E009"}
+
+
 @pytest.mark.parametrize(
     "overrides",
-    [{"MAX_RUNS": 1}, {"MAX_RUNS": 64}, {"RUN_TIMEOUT": 0.5}, {"RUN_TIMEOUT": None}],
+    [{"MAX_RUNS": 1}, {"MAX_RUNS": 64}, {"RUN_TIMEOUT": 0.5}, {"RUN_TIMEOUT": None},
+     {"MAX_HEADER_BYTES": 1024}, {"MAX_HEADER_BYTES": 1 << 20}],
     ids=repr,
-)
+)  # fmt: skip
 def test_positive_numbers_pass(ids_for: Any, overrides: dict[str, Any]) -> None:
     assert ids_for(**overrides) == set()
 

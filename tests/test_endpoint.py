@@ -72,7 +72,7 @@ def error_of(reply: Any) -> dict[str, Any]:
             -32001,
             "s",
         ),
-        (b'{"jsonrpc":"2.0","id":20,"method":"GetTask","params":{"id":"a\\u0000b"}}', -32001, 20),
+        (b'{"jsonrpc":"2.0","id":20,"method":"GetTask","params":{"id":"a\\u0000b"}}', -32602, 20),
     ],
 )
 def test_bad_input_is_a_jsonrpc_error_never_an_html_500(
@@ -85,10 +85,12 @@ def test_bad_input_is_a_jsonrpc_error_never_an_html_500(
     assert reply["id"] == echoed_id
 
 
-def test_a_very_long_task_id_is_simply_unknown(rpc: RpcClient, configure: Any) -> None:
+def test_a_very_long_task_id_is_invalid_params_with_a_short_message(
+    rpc: RpcClient, configure: Any
+) -> None:
     configure(None)
     reply = rpc.call("GetTask", {"id": "x" * 100_000})
-    assert reply["error"]["code"] == -32001
+    assert reply["error"]["code"] == -32602
     assert len(reply["error"]["message"]) < 200
 
 

@@ -35,5 +35,6 @@ class ToolnexusDjangoConfig(AppConfig):
         if remind_due not in EXTRA_SWEEPS:
             EXTRA_SWEEPS.append(remind_due)
 
-        # The toolkit as an MCP server: its settings' checks.
-        from . import mcp_checks  # noqa: F401
+        # The settings' checks of the toolkit as an MCP server, and of the
+        # serving edge (toolnexus_serve's HTTP protocol: MAX_HEADER_BYTES).
+        from . import mcp_checks, serving_checks  # noqa: F401

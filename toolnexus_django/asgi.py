@@ -168,14 +168,29 @@ class AgentApplication:
 
 
 def _rest_route(rpc_path: str, path: str) -> str | None:
-    """The HTTP+JSON route ``path`` asks for under the endpoint's mount
-    (``"tasks/abc:cancel"``), or None when it is no such route."""
+    """What follows the endpoint's mount in ``path`` (``"tasks/abc:cancel"``)
+    when the HTTP+JSON binding answers it — its routes, and (as the URLconf
+    says: ``urls.OTHER_PATHS``) every other path under the mount, which gets
+    the binding's JSON 404/405 — else None (the card, the JWKS, MCP, a
+    project's own view listed before the include: Django's)."""
     from .urls import REST_ROUTES
 
     if not path.startswith(rpc_path) or len(path) == len(rpc_path):
         return None
     route = path[len(rpc_path) :]
-    return route if re.match(REST_ROUTES, route) else None
+    if re.match(REST_ROUTES, route):
+        return route
+    return route if _resolves_to_binding(path) else None
+
+
+def _resolves_to_binding(path: str) -> bool:
+    from django.urls import Resolver404, resolve
+
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return False
+    return match.namespace == "toolnexus_django" and match.url_name in ("rest", "rest-other")
 
 
 def _mcp_enabled() -> bool:

@@ -155,10 +155,15 @@ DEFAULTS: dict[str, Any] = {
     # connections tools hold, on top of DATABASE_THREADS. Each call is framed
     # as Django frames a request (close_old_connections before and after).
     "TOOL_THREADS": 8,
-    # Seconds a client has to send a request's headers (the server's
-    # timeout, toolnexus_serve), and again its body (the ASGI endpoint): a
-    # slow or idle client is disconnected, never waited on for ever.
+    # Seconds a client has to send a request's headers, and again its body
+    # (toolnexus_serve, whatever the path; the ASGI endpoint under other
+    # servers): a slow or idle client is disconnected, never waited on for ever.
     "READ_TIMEOUT": 30.0,
+    # The most bytes of a request's line and headers under toolnexus_serve,
+    # counted as they arrive: past it 431, and the connection is closed.
+    # 64 KiB: room for large cookies and tokens (nginx allows 4 x 8 KiB by
+    # default, uvicorn's h11 16 KiB), and 200 unfinished headers hold 13 MB at most.
+    "MAX_HEADER_BYTES": 65536,
     # Who may answer a pending Request, by its kind ("*" = any other kind):
     # "reviewer" (the admin, or code acting for a user with the answer_task
     # permission), "requester" (the Task's owner, by an A2A message carrying

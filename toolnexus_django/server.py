@@ -11,9 +11,10 @@ this app:
   runtime lazily, on its first run (it is pid-aware), and database
   connections are closed before every fork so no worker shares a socket with
   its parent.
-* A client gets ``READ_TIMEOUT`` seconds to send a request's headers
-  (:class:`HeaderTimeoutProtocol`) and again its body (the endpoint): slow
-  and idle clients are disconnected, never waited on for ever.
+* A client gets ``READ_TIMEOUT`` seconds to send a request's headers and
+  again its body, and ``MAX_HEADER_BYTES`` for its headers, whatever the
+  path (:mod:`.httpprotocol`): slow and idle clients are disconnected, never
+  waited on for ever, and a header never grows past the limit in memory.
 * Each worker runs the housekeeping sweep (expired Requests, recovery of
   Tasks whose worker died), starting at boot, so a restarted server picks up
   what its previous life left behind.
@@ -46,6 +47,7 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
 from .conf import toolnexus_settings
+from .httpprotocol import DEFAULT_MAX_HEADER_BYTES
 from .worker import DEFAULT_GRACE, AgentWorker
 
 logger = logging.getLogger("toolnexus_django.server")
@@ -188,8 +190,10 @@ class ServeOptions:
     port: int = DEFAULT_PORT
     workers: int = 1
     grace: float = DEFAULT_GRACE
-    #: Seconds a client has to send a request's headers (READ_TIMEOUT).
-    header_timeout: float = 30.0
+    #: Seconds a client has to send a request's headers, and again its body (READ_TIMEOUT).
+    read_timeout: float = 30.0
+    #: The most bytes of a request's line and headers (MAX_HEADER_BYTES).
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
     access_log: bool = False
 
     @property
@@ -222,7 +226,11 @@ class ServeApplication(BaseApplication):
         worker = type(
             "AgentWorker",
             (AgentWorker,),
-            {"grace": opts.grace, "header_timeout": opts.header_timeout},
+            {
+                "grace": opts.grace,
+                "read_timeout": opts.read_timeout,
+                "max_header_bytes": opts.max_header_bytes,
+            },
         )
         config: dict[str, Any] = {
             "bind": [opts.bind],

@@ -279,7 +279,9 @@ class RestView(JsonRpcView):
     def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
         return self.call(request, kwargs.get("route", ""))
 
-    post = delete = put = patch = get
+    # Every HTTP method is the binding's to answer (405 with the route's
+    # Allow), not DRF's: OPTIONS is no metadata page, TRACE no bare 405.
+    post = delete = put = patch = options = http_method_not_allowed = get  # type: ignore[assignment]
 
     def call(self, request: Request, path: str) -> HttpResponseBase:
         try:

@@ -4,7 +4,6 @@ serving the ASGI application, and this app's start and stop around it
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import math
@@ -19,7 +18,8 @@ from typing import Any
 import uvicorn
 from django.db import connections
 from gunicorn.workers.base import Worker
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from .httpprotocol import DEFAULT_MAX_HEADER_BYTES, BoundedHttpProtocol
 
 logger = logging.getLogger("toolnexus_django.server")
 
@@ -74,51 +74,6 @@ def stop_background_work(timeout: float) -> bool:
     return finished
 
 
-class HeaderTimeoutProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, plus a deadline for a request's headers.
-
-    Works around uvicorn: it times out idle keep-alive connections but not a
-    client that sends its headers slowly (or opens a connection and sends
-    nothing), which would otherwise stay open for ever. Here a connection
-    that has not finished a request's headers ``header_timeout`` seconds
-    after it opened (or after that request's first byte) is closed.
-    """
-
-    header_timeout: float = 30.0
-
-    def connection_made(self, transport: Any) -> None:
-        super().connection_made(transport)
-        self._header_deadline: asyncio.TimerHandle | None = None
-        self._arm()
-
-    def _arm(self) -> None:
-        if self._header_deadline is None:
-            self._header_deadline = self.loop.call_later(self.header_timeout, self._too_slow)
-
-    def _disarm(self) -> None:
-        if self._header_deadline is not None:
-            self._header_deadline.cancel()
-            self._header_deadline = None
-
-    def _too_slow(self) -> None:
-        self._header_deadline = None
-        if not self.transport.is_closing():
-            logger.info("closing a connection that sent no complete headers in time")
-            self.transport.close()
-
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._arm()
-
-    def on_headers_complete(self) -> None:
-        self._disarm()
-        super().on_headers_complete()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-
-
 class AgentServer(uvicorn.Server):
     """uvicorn's server, stopping as this app stops (see the module).
 
@@ -166,7 +121,9 @@ class AgentWorker(Worker):
     (httptools, uvloop), with one grace period for requests and runs."""
 
     grace: float = DEFAULT_GRACE
-    header_timeout: float = 30.0
+    #: READ_TIMEOUT and MAX_HEADER_BYTES (:mod:`.httpprotocol`).
+    read_timeout: float = 30.0
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
 
     def hold_stop_signals(self, master_queue: Any) -> None:
         """Called first thing after the fork: keep a stop signal for the server.
@@ -206,9 +163,9 @@ class AgentWorker(Worker):
 
     def run(self) -> None:
         protocol = type(
-            "HeaderTimeoutProtocol",
-            (HeaderTimeoutProtocol,),
-            {"header_timeout": self.header_timeout},
+            "BoundedHttpProtocol",
+            (BoundedHttpProtocol,),
+            {"read_timeout": self.read_timeout, "max_header_bytes": self.max_header_bytes},
         )
         config = uvicorn.Config(
             self.wsgi,  # gunicorn's name for the loaded application: ours is ASGI

@@ -25,12 +25,11 @@ from typing import Any
 
 from ..stores import TaskStore
 from ..stores.base import TaskQuery
-from . import v1
 from .dialects import Dialect, render_task
 from .jsonrpc import INVALID_PARAMS, UNSUPPORTED_OPERATION, RpcError
+from .params import read_text, read_timestamp
 
 DEFAULT_PAGE_SIZE = 50
-MAX_PAGE_SIZE = 100
 
 
 @dataclass(frozen=True)
@@ -47,57 +46,29 @@ class Cursor:
 
     @classmethod
     def decode(cls, token: str) -> Cursor:
+        """The cursor a page token names; -32602 for anything else, including
+        a cursor no database could compare with (NUL or an over-long id, a
+        moment outside datetime's range in UTC)."""
         bad = RpcError(INVALID_PARAMS, "Invalid params: pageToken is not a page token of ListTasks")
         try:
             raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
             data = json.loads(raw)
-            moment = datetime.fromisoformat(data["u"])
-            tid = data["id"]
-        except (binascii.Error, ValueError, TypeError, KeyError):
+            moment = read_timestamp(data["u"], "pageToken")
+            tid = read_text(data["id"], "pageToken")
+        except (binascii.Error, ValueError, TypeError, KeyError, RpcError):
             raise bad from None
-        if moment.tzinfo is None or not isinstance(tid, str) or not tid:
+        if not tid:
             raise bad
         return cls(moment, tid)
 
 
-def _whole(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        # protobuf's JSON mapping also writes int32 as a string.
-        if isinstance(value, str) and value.lstrip("-").isdigit():
-            return int(value)
-        raise RpcError(INVALID_PARAMS, f"Invalid params: {name} must be a whole number")
-    return value
-
-
 def parse_query(params: dict[str, Any], owner: str | None) -> tuple[TaskQuery, int | None, bool]:
-    """The query, historyLength and includeArtifacts of ListTasks params."""
-    size = _whole(params.get("pageSize"), "pageSize")
-    if size is None:
-        size = DEFAULT_PAGE_SIZE
-    if not 1 <= size <= MAX_PAGE_SIZE:
-        raise RpcError(
-            INVALID_PARAMS, f"Invalid params: pageSize must be between 1 and {MAX_PAGE_SIZE}"
-        )
-    history_length = _whole(params.get("historyLength"), "historyLength")
-    if history_length is not None and history_length < 0:
-        raise RpcError(INVALID_PARAMS, "Invalid params: historyLength must be >= 0")
+    """The query, historyLength and includeArtifacts of ListTasks params, as
+    :func:`~.params.read_query` read them (counts, state and moment as values)."""
+    size = params.get("pageSize")
+    history_length = params.get("historyLength")
     context_id = params.get("contextId") or None
-    if context_id is not None and not isinstance(context_id, str):
-        raise RpcError(INVALID_PARAMS, "Invalid params: contextId must be a string")
-    after = params.get("statusTimestampAfter")
-    updated_after = None
-    if after not in (None, ""):
-        text = v1.timestamp(after)
-        if text is None:
-            raise RpcError(
-                INVALID_PARAMS, "Invalid params: statusTimestampAfter must be an RFC 3339 timestamp"
-            )
-        updated_after = datetime.fromisoformat(text.replace("Z", "+00:00"))
     token = params.get("pageToken") or None
-    if token is not None and not isinstance(token, str):
-        raise RpcError(INVALID_PARAMS, "Invalid params: pageToken must be a string")
     include = params.get("includeArtifacts", False)
     if not isinstance(include, bool):
         raise RpcError(INVALID_PARAMS, "Invalid params: includeArtifacts must be a boolean")
@@ -105,10 +76,10 @@ def parse_query(params: dict[str, Any], owner: str | None) -> tuple[TaskQuery, i
     query = TaskQuery(
         owner=owner,
         context_id=context_id,
-        state=v1.state_filter(params.get("status")),
-        updated_after=updated_after,
+        state=params.get("status") or None,
+        updated_after=params.get("statusTimestampAfter") or None,
         after=(cursor.updated_at, cursor.id) if cursor else None,
-        limit=size,
+        limit=DEFAULT_PAGE_SIZE if size is None else size,
     )
     return query, history_length, include
 

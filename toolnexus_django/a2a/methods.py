@@ -35,6 +35,7 @@ from .params import (
     configuration_of,
     history_length_of,
     own_task,
+    read_query,
     task_id_of,
 )
 from .pushconfig import PushConfigs
@@ -148,7 +149,8 @@ def dispatch(request: RpcRequest, ctx: CallContext) -> Any:
             params = {}
         if not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: expected an object")
-        return OPERATIONS[operation](params, ctx, dialect)
+        # Every query parameter is checked before anything is looked up.
+        return OPERATIONS[operation](read_query(operation, params), ctx, dialect)
     except RpcError as err:
         if dialect is Dialect.V10:
             err.details = True

@@ -1,35 +1,162 @@
-"""Checking and reading the parameters the methods share."""
+"""Checking and reading the parameters the methods share.
+
+Every query parameter — what names a Task, a context, a push config, a page,
+a count or a moment — is read by one of the readers below, and
+:func:`read_query` reads each operation's (:data:`QUERY_PARAMS`, every
+dialect's spelling; the HTTP+JSON routes are turned into the same params)
+before the operation runs. So a value a database refuses or cannot hold —
+NUL in text, an id longer than its column, a number past the wire's int32,
+a moment outside datetime's range once in UTC — is the caller's mistake
+(-32602) on every method and binding, on SQLite and PostgreSQL alike, never
+a database error (-32603).
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from .. import lifecycle
 from ..stores import TaskStore
 from ..stores.base import Task
+from . import v1
 from .dialects import Dialect
 from .jsonrpc import INVALID_PARAMS, TASK_NOT_FOUND, RpcError
+
+#: The longest id (a Task's, a context's, a message's, a push config's) a
+#: parameter may name: the database's id columns hold 255 characters.
+MAX_ID_CHARS = 255
+#: The longest page token (ListTasks' cursors are far shorter).
+MAX_TOKEN_CHARS = 4096
+#: Counts travel as protobuf int32 on A2A v1.0.
+MAX_COUNT = 2**31 - 1
+#: The most Tasks one ListTasks page holds.
+MAX_PAGE_SIZE = 100
+#: protobuf's JSON mapping may write an int32 as a string.
+_DIGITS = re.compile(r"-?[0-9]{1,20}")
+
+
+def invalid(name: str, rule: str) -> RpcError:
+    return RpcError(INVALID_PARAMS, f"Invalid params: {name} {rule}")
+
+
+def read_text(value: Any, name: str, limit: int = MAX_ID_CHARS) -> str:
+    """A string of at most ``limit`` characters that every database stores:
+    no NUL, no lone surrogate."""
+    if not isinstance(value, str):
+        raise invalid(name, "must be a string")
+    if len(value) > limit or "\x00" in value or not _is_unicode(value):
+        raise invalid(name, f"must be at most {limit} characters of valid Unicode, without NUL")
+    return value
+
+
+def _is_unicode(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def read_whole(value: Any, name: str, low: int = 0, high: int = MAX_COUNT) -> int:
+    """A whole number in ``[low, high]`` (a JSON integer, or its digits as a string)."""
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise invalid(name, f"must be a whole number from {low} to {high}")
+    return value
+
+
+def read_timestamp(value: Any, name: str) -> datetime:
+    """An RFC 3339 moment (no zone: UTC) that is still a moment in UTC
+    (years 1 to 9999, what every database stores)."""
+    rule = "must be an RFC 3339 timestamp between the years 1 and 9999 (UTC)"
+    # Python's parser ignores a trailing NUL: refuse it first.
+    if not isinstance(value, str) or len(value) > 64 or "\x00" in value:
+        raise invalid(name, rule)
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise invalid(name, rule) from None
+
+
+def _id(value: Any, name: str) -> str:
+    return read_text(value, name)
+
+
+def _token(value: Any, name: str) -> str:
+    return read_text(value, name, limit=MAX_TOKEN_CHARS)
+
+
+def _count(value: Any, name: str) -> int:
+    return read_whole(value, name)
+
+
+def _page_size(value: Any, name: str) -> int:
+    return read_whole(value, name, 1, MAX_PAGE_SIZE)
+
+
+def _state(value: Any, name: str) -> str | None:
+    return v1.state_filter(value)  # "" and UNSPECIFIED: no filter
+
+
+def _moment(value: Any, name: str) -> datetime | None:
+    return None if value == "" else read_timestamp(value, name)  # "": no filter
+
+
+Reader = Callable[[Any, str], Any]
+_PUSH_REF: dict[str, Reader] = {"taskId": _id, "id": _id, "pushNotificationConfigId": _id}
+
+#: Each operation's query parameters by name (every dialect's), and their readers.
+QUERY_PARAMS: dict[str, dict[str, Reader]] = {
+    "get": {"id": _id, "historyLength": _count},
+    "cancel": {"id": _id},
+    "subscribe": {"id": _id},
+    "list": {
+        "contextId": _id,
+        "status": _state,
+        "pageSize": _page_size,
+        "pageToken": _token,
+        "historyLength": _count,
+        "statusTimestampAfter": _moment,
+    },
+    "push-set": {"taskId": _id, "id": _id},
+    "push-get": _PUSH_REF,
+    "push-list": _PUSH_REF,
+    "push-delete": _PUSH_REF,
+}
+
+
+def read_query(operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with each of ``operation``'s query parameters read (checked,
+    and numbers, states and moments as values); absent and null ones are
+    left for the operation to default or require."""
+    readers = QUERY_PARAMS.get(operation)
+    if not readers:
+        return params
+    read = dict(params)
+    for name, reader in readers.items():
+        if params.get(name) is not None:
+            read[name] = reader(params[name], name)
+    return read
 
 
 def history_length_of(value: Any) -> int | None:
     if value is None:
         return None
-    if isinstance(value, str) and value.isdigit():  # protobuf JSON may quote ints
-        value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise RpcError(INVALID_PARAMS, "Invalid params: historyLength must be a whole number >= 0")
-    return value
+    return read_whole(value, "historyLength")
 
 
 def task_id_of(params: dict[str, Any]) -> str:
     task_id = params.get("id")
     if not isinstance(task_id, str) or not task_id:
         raise RpcError(INVALID_PARAMS, "Invalid params: params.id must be a non-empty string")
-    return task_id
-
-
-#: The longest contextId, taskId or messageId a message may carry.
-MAX_ID_CHARS = 255
+    return read_text(task_id, "params.id")
 
 
 def check_id_field(message: dict[str, Any], key: str) -> None:
@@ -40,11 +167,7 @@ def check_id_field(message: dict[str, Any], key: str) -> None:
         return
     if not isinstance(value, str) or not value:
         raise RpcError(INVALID_PARAMS, f"Invalid params: message.{key} must be a non-empty string")
-    if len(value) > MAX_ID_CHARS or "\x00" in value:
-        raise RpcError(
-            INVALID_PARAMS,
-            f"Invalid params: message.{key} must be at most {MAX_ID_CHARS} characters, without NUL",
-        )
+    read_text(value, f"message.{key}")
 
 
 def configuration_of(params: dict[str, Any]) -> dict[str, Any]:

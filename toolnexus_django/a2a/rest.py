@@ -155,8 +155,8 @@ def route(method: str, path: str, query: Mapping[str, Sequence[str]], body: byte
     """The v1.0 request a REST call means. ``path`` is what follows the
     endpoint's mount (``"tasks/abc:cancel"``); ``query`` maps each query
     parameter to its values. Raises :class:`RpcError` (404 for no such
-    route, 405 for a wrong HTTP method)."""
-    path = path.strip("/")
+    route, 405 for a wrong HTTP method). Routes are exact: an empty segment
+    (``//``, a trailing ``/``) is no route."""
 
     def call(name: str, v1_method: str, params: dict[str, Any], *methods: str) -> RpcRequest:
         if method not in methods and not (method == "HEAD" and "GET" in methods):
@@ -172,21 +172,20 @@ def route(method: str, path: str, query: Mapping[str, Sequence[str]], body: byte
         return call("tasks", "ListTasks", _list_params(query), "GET")
     if path == "extendedAgentCard":
         return call("extendedAgentCard", "GetExtendedAgentCard", {}, "GET")
-    if path.startswith("tasks/"):
-        rest = path[len("tasks/") :]
-        task_id, _, tail = rest.partition("/")
-        if tail == "pushNotificationConfigs" and task_id:
+    segments = path.split("/")
+    if segments[0] == "tasks" and len(segments) > 1 and "" not in segments:
+        task_id = segments[1]
+        if segments[2:] == ["pushNotificationConfigs"]:
             if method == "POST":
                 created = {**parse_object(body), "taskId": task_id}
                 return call("configs", "CreateTaskPushNotificationConfig", created, "POST")
             return call("configs", "ListTaskPushNotificationConfigs", {"taskId": task_id}, "GET")
-        if tail.startswith("pushNotificationConfigs/") and task_id:
-            config_id = tail[len("pushNotificationConfigs/") :]
-            ref = {"taskId": task_id, "id": config_id}
+        if len(segments) == 4 and segments[2] == "pushNotificationConfigs":
+            ref = {"taskId": task_id, "id": segments[3]}
             if method == "DELETE":
                 return call("config", "DeleteTaskPushNotificationConfig", ref, "DELETE")
             return call("config", "GetTaskPushNotificationConfig", ref, "GET")
-        if not tail and task_id:
+        if len(segments) == 2:
             for suffix, name, v1_method, methods in (
                 (":cancel", "cancel", "CancelTask", ("POST",)),
                 (":subscribe", "subscribe", "SubscribeToTask", ("GET", "POST")),

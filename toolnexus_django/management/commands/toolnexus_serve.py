@@ -139,7 +139,8 @@ class Command(BaseCommand):
             workers=options["workers"] or default_workers(),
             grace=options["grace"],
             access_log=options["access_log"],
-            header_timeout=float(toolnexus_settings.READ_TIMEOUT),
+            read_timeout=float(toolnexus_settings.READ_TIMEOUT),
+            max_header_bytes=int(toolnexus_settings.MAX_HEADER_BYTES),
         )
         try:
             check_bindable(host, port)

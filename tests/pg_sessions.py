@@ -33,7 +33,7 @@ def process_group(pgid: int) -> list[int]:
 
 
 def _socket_inodes(pid: int) -> set[int]:
-    inodes = set()
+    inodes: set[int] = set()
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:

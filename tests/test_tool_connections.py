@@ -33,12 +33,15 @@ from tests.fakes.llm import Reply
 from tests.pg_sessions import SessionWatch
 from tests.servers import fake_env, serve
 from toolnexus_django.models import TaskRecord
-from toolnexus_django.tools.budget import connections_per_process, tool_threads
+from toolnexus_django.tools.budget import OWN_CONNECTIONS, tool_threads
 
 RUNS = 500
 SENDERS = 50
-#: How long all runs may take to end once sent (≈ 31 s of tool time at the
-#: default 8 tool threads x 2 processes).
+#: The server's DATABASE_THREADS: 8, not 16, so the test's 2 processes hold at
+#: most 2 x (8 + 4 + TOOL_THREADS) of the PostgreSQL it shares with other runs.
+DATABASE_THREADS = 8
+#: How long all runs may take to end once sent (≈ 16 s of tool time at the
+#: default 16 tool threads x 2 processes).
 DEADLINE = 240.0
 
 pytestmark = [
@@ -90,8 +93,9 @@ def test_500_concurrent_runs_of_orm_tools_all_return_their_result_within_the_bud
     fake_llm.respond = call_then_echo
     env = {**fake_env(fake_llm), "DJANGO_SETTINGS_MODULE": "benchmarks.tool_settings",
            "TOOLNEXUS_BENCH_WORK": "1", "LLM_TIMEOUT_MS": "300000",
-           "DATABASE_CONN_MAX_AGE": str(conn_max_age)}  # fmt: skip
-    budget = connections_per_process()
+           "DATABASE_CONN_MAX_AGE": str(conn_max_age),
+           "TOOLNEXUS_DATABASE_THREADS": str(DATABASE_THREADS)}  # fmt: skip
+    budget = DATABASE_THREADS + OWN_CONNECTIONS + tool_threads()
     with serve(tmp_path, "--workers", "2", env=env) as server:
         endpoint = server.wait_ready()["url"]
         wait_until(lambda: server.output().count("Booting worker") >= 2, timeout=30,
@@ -151,3 +155,31 @@ def test_500_concurrent_runs_of_orm_tools_all_return_their_result_within_the_bud
     assert max(watch.peak.values()) <= budget, (watch.peak, budget)
     held_by_tools = tool_threads() if conn_max_age else 0
     assert max(after.values()) <= budget - tool_threads() + held_by_tools, (after, budget)
+
+
+def test_tools_work_on_django_connection_pool_under_toolnexus_serve(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    # OPTIONS["pool"] (Django >= 5.1): the master's pool, made by the checks
+    # before the fork, was inherited by both workers, which then spoke on the
+    # same sockets ("the last operation didn't produce records"). Each worker
+    # must make its own.
+    pytest.importorskip("psycopg_pool", reason="Django's pool needs psycopg[pool]")
+    fake_llm.respond = call_then_echo
+    pool = str(DATABASE_THREADS + OWN_CONNECTIONS + tool_threads())
+    env = {**fake_env(fake_llm), "DJANGO_SETTINGS_MODULE": "benchmarks.tool_settings",
+           "TOOLNEXUS_BENCH_WORK": "0", "TOOLNEXUS_BENCH_DB_POOL": pool,
+           "TOOLNEXUS_DATABASE_THREADS": str(DATABASE_THREADS)}  # fmt: skip
+    with serve(tmp_path, "--workers", "2", env=env) as server:
+        rpc = RpcClient(server.wait_ready()["url"])
+        wait_until(lambda: server.output().count("Booting worker") >= 2, timeout=30,
+                   what="2 workers")  # fmt: skip
+        ids = [
+            rpc.send(f"[call {'orm_sync' if n % 2 else 'orm_async'} {n}]")["id"] for n in range(20)
+        ]
+        said = [
+            rpc.wait(task_id, timeout=60)["artifacts"][0]["parts"][0]["text"] for task_id in ids
+        ]
+        output = server.output()
+    assert [n for n, text in enumerate(said) if not text.startswith(f"tool said: ok {n}:")] == []
+    assert "Traceback" not in output, output[-3000:]

@@ -46,3 +46,13 @@ def test_mcp_calls_runs_beside_toolnexus_own_server() -> None:
         pytest.skip("needs wrk (apt-get install wrk)")
     out = run("benchmarks/mcp_calls.py", "--seconds", "1", "--rounds", "1")
     assert "toolnexus_serve (this app)" in out and "toolnexus Toolkit.serve" in out
+
+
+def test_tool_connections_runs_on_a_throwaway_cluster() -> None:
+    from tests.pgcluster import unavailable
+
+    if (why := unavailable()) is not None:
+        pytest.skip(why)
+    out = run("benchmarks/tool_connections.py", "--runs", "6", "--work", "0", "--repeat", "1",
+              "--configs", "t2", "--tools", "orm_sync", "dj_orm_async")  # fmt: skip
+    assert "| t2 | orm_sync | 6 / 0 |" in out and "| t2 | dj_orm_async | 6 / 0 |" in out

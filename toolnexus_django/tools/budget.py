@@ -32,7 +32,7 @@ and a gate around whole calls held async tools that await other services
 to ``TOOL_THREADS`` at a time even when they never touch the database.
 
 So tool calls hold at most ``TOOL_THREADS`` connections per process, on top
-of the app's own (:func:`connections_per_process`).
+of the app's own ``DATABASE_THREADS`` + :data:`OWN_CONNECTIONS`.
 """
 
 from __future__ import annotations
@@ -50,26 +50,20 @@ from typing import Any, TypeVar
 from django.db import close_old_connections
 
 from ..conf import toolnexus_settings
-from ..dbthreads import threads as database_threads
 from ..registry import PerProcess
 from ..threads import DaemonThreadPool, diverted_to, diverting_to
 
 T = TypeVar("T")
 
 #: The app's own connections beside its database threads: the lease keeper,
-#: the wake-up poller, the sweep and the main thread.
+#: the wake-up poller, the sweep and the main thread. A process's budget is
+#: DATABASE_THREADS + OWN_CONNECTIONS + TOOL_THREADS (README "Database connections").
 OWN_CONNECTIONS = 4
 
 
 def tool_threads() -> int:
-    """How many tool calls (and so database connections for tools) one process runs at once."""
+    """How many tool calls of one process use threads (so database connections) at once."""
     return int(toolnexus_settings.TOOL_THREADS)
-
-
-def connections_per_process() -> int:
-    """The most database connections one serving process holds:
-    ``DATABASE_THREADS`` + 4 + ``TOOL_THREADS``."""
-    return database_threads() + OWN_CONNECTIONS + tool_threads()
 
 
 class ToolThreads(DaemonThreadPool):

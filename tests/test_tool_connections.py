@@ -9,8 +9,8 @@ tool returned. Every call must return its real result (none refused for want
 of a connection: calls past the budget wait), and no server process may hold
 more sessions in ``pg_stat_activity`` than the documented budget,
 ``DATABASE_THREADS + 4 + TOOL_THREADS``, sampled during the load; after it,
-tools hold none. On main before issue 19 the sync case had 428 of 500 calls
-refused and a process held 62 sessions (benchmarks/RESULTS.md).
+tools hold none. On main before issue 19 the sync case had 430 of 500 calls
+refused and a process held 66 sessions (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations

@@ -122,11 +122,31 @@ class Connection:
 # -- the fake model ---------------------------------------------------------------------
 
 SLEEP = re.compile(r"\[sleep ([0-9.]+)\]")
+#: ``[call NAME N]`` in the user's message: call tool NAME with ``{"n": N}``.
+CALL = re.compile(r"\[call (\w+) (\d+)\]")
+
+
+def _tool_turn(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The assistant message for a ``[call NAME N]`` conversation: the tool
+    call first, then (once the tool answered) its result said back, so the
+    Task's artifact is the tool's own output."""
+    results = [m for m in messages if m.get("role") == "tool"]
+    if results:
+        return {"role": "assistant", "content": f"tool said: {results[-1].get('content')}"}
+    users = [m for m in messages if m.get("role") == "user"]
+    match = CALL.search(json.dumps(users[0].get("content"))) if users else None
+    if match is None:
+        return None
+    name, n = match.group(1), int(match.group(2))
+    call = {"id": f"call_{name}_{n}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps({"n": n})}}  # fmt: skip
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
 async def serve_fake_model(port: int = 0) -> tuple[asyncio.Server, int]:
     """An OpenAI-shaped chat-completions endpoint: it answers a message
-    containing ``[sleep S]`` after S seconds, any other at once."""
+    containing ``[sleep S]`` after S seconds, any other at once; a message
+    containing ``[call NAME N]`` gets a call of tool NAME, then its result."""
     seq = 0
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -139,11 +159,13 @@ async def serve_fake_model(port: int = 0) -> tuple[asyncio.Server, int]:
                     if line.lower().startswith(b"content-length:"):
                         length = int(line.split(b":")[1])
                 body = await reader.readexactly(length)
-                text = json.dumps(json.loads(body).get("messages", []))
+                messages = json.loads(body).get("messages", [])
+                text = json.dumps(messages)
                 match = SLEEP.search(text)
                 if match:
                     await asyncio.sleep(float(match.group(1)))
                 seq += 1
+                said = _tool_turn(messages) or {"role": "assistant", "content": f"answer {seq}"}
                 answer = {
                     "id": f"chatcmpl-bench-{seq}",
                     "object": "chat.completion",
@@ -152,8 +174,8 @@ async def serve_fake_model(port: int = 0) -> tuple[asyncio.Server, int]:
                     "choices": [
                         {
                             "index": 0,
-                            "message": {"role": "assistant", "content": f"answer {seq}"},
-                            "finish_reason": "stop",
+                            "message": said,
+                            "finish_reason": "tool_calls" if said.get("tool_calls") else "stop",
                         }
                     ],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},

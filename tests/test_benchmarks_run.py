@@ -63,3 +63,13 @@ def test_header_flood_runs_and_every_connection_gets_its_431() -> None:
     out = run("benchmarks/header_flood.py", "--connections", "5", "--header-mb", "0.5",
               "--hold", "10")  # fmt: skip
     assert "5 431, then closed" in out and "still answers: True" in out
+
+
+def test_tool_connections_runs_on_a_throwaway_cluster() -> None:
+    from tests.pgcluster import unavailable
+
+    if (why := unavailable()) is not None:
+        pytest.skip(why)
+    out = run("benchmarks/tool_connections.py", "--runs", "6", "--work", "0", "--repeat", "1",
+              "--configs", "t2", "--tools", "orm_sync", "dj_orm_async")  # fmt: skip
+    assert "| t2 | orm_sync | 6 / 0 |" in out and "| t2 | dj_orm_async | 6 / 0 |" in out

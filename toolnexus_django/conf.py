@@ -150,11 +150,12 @@ DEFAULTS: dict[str, Any] = {
     "IDEMPOTENCY_WINDOW": 86400.0,
     "MAX_RUNS": 256,
     "DATABASE_THREADS": 16,
-    # Tool calls one process runs at once (more wait their turn, never
-    # fail): the threads sync tools run on, and so the most database
-    # connections tools hold, on top of DATABASE_THREADS. Each call is framed
-    # as Django frames a request (close_old_connections before and after).
-    "TOOL_THREADS": 8,
+    # Threads for tool calls' database work, one per call from its first
+    # need of a thread to its end (more calls wait for one, never fail): the
+    # most database connections tools hold, on top of DATABASE_THREADS + 4.
+    # Framed as Django frames a request (close_old_connections), so
+    # CONN_MAX_AGE applies. Chosen by measurement: benchmarks/RESULTS.md.
+    "TOOL_THREADS": 16,
     # Seconds a client has to send a request's headers, and again its body
     # (toolnexus_serve, whatever the path; the ASGI endpoint under other
     # servers): a slow or idle client is disconnected, never waited on for ever.

@@ -266,8 +266,13 @@ class ServeApplication(BaseApplication):
 
 
 def _pre_fork(arbiter: Arbiter, worker: Any) -> None:
-    # A forked worker must not share the master's database sockets.
+    # A forked worker must not share the master's database sockets: nor those
+    # a connection pool keeps (PostgreSQL's OPTIONS["pool"], Django >= 5.1),
+    # which close_all() hands back to the pool rather than closing.
     connections.close_all()
+    for conn in connections.all(initialized_only=True):
+        if conn.settings_dict.get("OPTIONS", {}).get("pool"):
+            conn.close_pool()  # type: ignore[attr-defined]
     others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
     if others:
         logger.warning("forking with threads running in the master: %s", ", ".join(others))

@@ -104,6 +104,11 @@ _diverted: contextvars.ContextVar[concurrent.futures.Executor | None] = contextv
 )
 
 
+def diverted_to() -> concurrent.futures.Executor | None:
+    """Where the calling code's thread work goes instead of a pool (see :func:`diverting_to`)."""
+    return _diverted.get()
+
+
 @contextmanager
 def diverting_to(executor: concurrent.futures.Executor) -> Iterator[None]:
     """Work the enclosed code hands to a :class:`DaemonThreadPool` (the runtime

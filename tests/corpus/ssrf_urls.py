@@ -145,7 +145,11 @@ CASES: list[Case] = [
     same("http://1.1.1.1/", OK),
     same("http://[2606:4700:4700::1111]/", OK),
     same("http://[::ffff:1.1.1.1]/", OK, note="IPv4-mapped public: the IPv4 address"),
-    same("http://[2002:808:808::]/", OK, note="6to4 of a public address"),
+    private(
+        "http://[2002:808:808::]/",
+        "a 6to4 address",
+        note="6to4 of a public address: 6to4 itself is refused (RFC 7526), on every Python",
+    ),
     same("http://b\u00fccher.example/", OK, PUBLIC, note="IDNA name"),
     same("http://hooks.example./", OK, PUBLIC, note="trailing dot"),
 ]

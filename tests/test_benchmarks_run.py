@@ -73,3 +73,18 @@ def test_tool_connections_runs_on_a_throwaway_cluster() -> None:
     out = run("benchmarks/tool_connections.py", "--runs", "6", "--work", "0", "--repeat", "1",
               "--configs", "t2", "--tools", "orm_sync", "dj_orm_async")  # fmt: skip
     assert "| t2 | orm_sync | 6 / 0 |" in out and "| t2 | dj_orm_async | 6 / 0 |" in out
+
+
+def test_static_files_runs_each_server_it_compares() -> None:
+    import importlib.util
+    import shutil
+
+    if shutil.which("wrk") is None:
+        pytest.skip("needs wrk (apt-get install wrk)")
+    # ServeStatic is no dependency of the app (RESULTS.md: measured, not adopted).
+    other = "ServeStatic, finders" if importlib.util.find_spec("servestatic") else "Starlette"
+    out = run("benchmarks/static_files.py", "--rounds", "1", "--duration", "1", "--warmup", "1",
+              "--only", "app handler, STATIC_ROOT", other)  # fmt: skip
+    rows = [line for line in out.splitlines() if line.startswith("| ")][1:]  # not the head
+    assert len(rows) == 6 and "| app handler, STATIC_ROOT | base.css 304 |" in out
+    assert all(row.endswith("| 0 |") for row in rows)  # every answer a 200 (or the 304)

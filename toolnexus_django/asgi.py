@@ -31,28 +31,29 @@ import logging
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, cast
 
+from asgiref.typing import (
+    ASGI3Application,
+    ASGIReceiveCallable,
+    ASGISendCallable,
+    HTTPScope,
+    Scope,
+)
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
 logger = logging.getLogger("toolnexus_django.asgi")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[..., Awaitable[None]]
 
-
-def get_asgi_application(*, serve_static: bool = False) -> ASGIApp:
+def get_asgi_application(*, serve_static: bool = False) -> ASGI3Application:
     """The project's ASGI application with the agent's endpoint served lean
     (use it as ``asgi.py``'s ``application``); with ``serve_static``, static
     files too (:mod:`.staticfiles`: what ``toolnexus_serve`` does)."""
     from django.core.asgi import get_asgi_application as django_asgi
 
-    app: ASGIApp = AgentApplication(django_asgi())
+    # django-stubs types Django's handler with plain dicts, not asgiref's TypedDicts.
+    app: ASGI3Application = AgentApplication(cast(ASGI3Application, django_asgi()))
     if serve_static:
         from .staticfiles import StaticFiles
 
@@ -63,7 +64,7 @@ def get_asgi_application(*, serve_static: bool = False) -> ASGIApp:
 class AgentApplication:
     """Routes the agent's endpoint and card to coroutines, the rest to ``django``."""
 
-    def __init__(self, django: ASGIApp) -> None:
+    def __init__(self, django: ASGI3Application) -> None:
         self.django = django
         self._paths: tuple[str, str] | bool | None = False
         self._mcp_path: str | bool | None = False
@@ -95,7 +96,9 @@ class AgentApplication:
                 self._mcp_path = None
         return self._mcp_path  # type: ignore[return-value]
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
         if scope["type"] == "lifespan":
             await self.lifespan(receive, send)
             return
@@ -140,7 +143,7 @@ class AgentApplication:
 
     # -- lifespan ------------------------------------------------------------------------
 
-    async def lifespan(self, receive: Receive, send: Send) -> None:
+    async def lifespan(self, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
@@ -199,7 +202,7 @@ def _mcp_enabled() -> bool:
     return enabled()
 
 
-def _host_allowed(scope: Scope) -> bool:
+def _host_allowed(scope: HTTPScope) -> bool:
     """Django's ``get_host`` check: the Host (or, with USE_X_FORWARDED_HOST,
     the X-Forwarded-Host) must be in ALLOWED_HOSTS."""
     headers = dict(scope.get("headers") or ())
@@ -214,7 +217,7 @@ def _host_allowed(scope: Scope) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
-async def _plain(send: Send, status: int, body: bytes, *, json: bool = False) -> None:
+async def _plain(send: ASGISendCallable, status: int, body: bytes, *, json: bool = False) -> None:
     from .endpoint import JSON_HEADERS, respond
 
     headers = JSON_HEADERS if json else [(b"content-type", b"text/plain; charset=utf-8")]

@@ -21,9 +21,9 @@ import asyncio
 import contextlib
 import io
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, HTTPScope
 from django.conf import settings
 from rest_framework.permissions import AllowAny
 
@@ -54,10 +54,6 @@ from .views import (
 
 logger = logging.getLogger("toolnexus_django.endpoint")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 KEEP_ALIVE = b": keep-alive\n\n"
 JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -77,12 +73,12 @@ class ClientGone(Exception):
     pass
 
 
-def headers_of(scope: Scope) -> dict[str, str]:
+def headers_of(scope: HTTPScope) -> dict[str, str]:
     """The request's headers by lower-case name (the last of repeated ones)."""
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or ()}
 
 
-async def read_body(receive: Receive, limit: int | None, timeout: float) -> bytes:
+async def read_body(receive: ASGIReceiveCallable, limit: int | None, timeout: float) -> bytes:
     """The whole body; raises :class:`BodyTooLarge` past ``limit`` bytes,
     ``TimeoutError`` when it takes longer than ``timeout`` seconds in all,
     :class:`ClientGone` when the client disconnects first."""
@@ -91,8 +87,8 @@ async def read_body(receive: Receive, limit: int | None, timeout: float) -> byte
     async with asyncio.timeout(timeout):
         while True:
             message = await receive()
-            if message["type"] == "http.disconnect":
-                raise ClientGone
+            if message["type"] != "http.request":
+                raise ClientGone  # http.disconnect, the only other message here
             chunk = message.get("body", b"")
             size += len(chunk)
             if limit is not None and size > limit:
@@ -102,13 +98,17 @@ async def read_body(receive: Receive, limit: int | None, timeout: float) -> byte
                 return b"".join(chunks)
 
 
-async def respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+async def respond(
+    send: ASGISendCallable, status: int, body: bytes, headers: list[tuple[bytes, bytes]]
+) -> None:
     headers = [*headers, (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send(
+        {"type": "http.response.start", "status": status, "headers": headers, "trailers": False}
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-async def respond_json(send: Send, payload: Any, status: int = 200) -> None:
+async def respond_json(send: ASGISendCallable, payload: Any, status: int = 200) -> None:
     # Strict JSON whatever the payload holds (see strictjson).
     await respond(send, status, dumps(payload), JSON_HEADERS)
 
@@ -145,7 +145,7 @@ def with_session(request: Any) -> None:
 
 
 def authenticate(
-    scope: Scope, body: bytes, view_class: type[Any] = JsonRpcView
+    scope: HTTPScope, body: bytes, view_class: type[Any] = JsonRpcView
 ) -> tuple[Any, tuple[int, bytes, Any] | None]:
     """(the authenticated DRF request, None) — or (None, DRF's refusal as
     (status, body, headers)). Runs the DRF authentication, permission and
@@ -179,7 +179,7 @@ def owner_of(request: Any) -> str | None:
 
 
 def call_context(
-    scope: Scope, store: Any, request: Any, version: str | None, rpc_path: str
+    scope: HTTPScope, store: Any, request: Any, version: str | None, rpc_path: str
 ) -> CallContext:
     """Who is calling and what they may do, for :func:`dispatch`."""
     return CallContext(
@@ -202,7 +202,7 @@ def call_context(
 # -- the JSON-RPC endpoint -------------------------------------------------------------------
 
 
-def _version(scope: Scope, headers: dict[str, str]) -> str | None:
+def _version(scope: HTTPScope, headers: dict[str, str]) -> str | None:
     """The A2A version the caller names: header, else query parameter."""
     query = scope.get("query_string") or b""
     asked = None
@@ -220,14 +220,23 @@ def _speaks_v1(version: str | None) -> bool:
     return str(version or "").strip().startswith("1")
 
 
-async def read_request(scope: Scope, receive: Receive, send: Send, version: str | None) -> Any:
+async def read_request(
+    scope: HTTPScope,
+    receive: ASGIReceiveCallable,
+    send: ASGISendCallable,
+    version: str | None,
+    *,
+    rest: bool = False,
+) -> Any:
     """The request's body and its caller: (body, DRF request or None), or
-    None when it was answered already (too big, too slow, refused by DRF)."""
+    None when it was answered already (too big, too slow, refused by DRF;
+    ``rest``: in the HTTP+JSON binding's words)."""
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     try:
         body = await read_body(receive, limit, float(toolnexus_settings.READ_TIMEOUT))
     except BodyTooLarge:
-        await _answer_error(send, scope, body_too_large(limit, _speaks_v1(version)))
+        err = body_too_large(limit, _speaks_v1(version))
+        await (respond_rest_error(send, err) if rest else respond_json(send, failure(None, err)))
         return None
     except (TimeoutError, ClientGone):
         # Too slow (or gone): a 408 the client may never read; nothing was done.
@@ -243,14 +252,9 @@ async def read_request(scope: Scope, receive: Receive, send: Send, version: str 
     return body, request
 
 
-async def _answer_error(send: Send, scope: Scope, err: RpcError) -> None:
-    if scope.get("toolnexus.rest"):
-        await respond_rest_error(send, err)
-    else:
-        await respond_json(send, failure(None, err))
-
-
-async def serve_rpc(scope: Scope, receive: Receive, send: Send, rpc_path: str = "") -> None:
+async def serve_rpc(
+    scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable, rpc_path: str = ""
+) -> None:
     """``POST <prefix>/``: one JSON-RPC request."""
     version = _version(scope, headers_of(scope))
     rid = None
@@ -284,16 +288,17 @@ async def _settle(store: Any, waiting: Awaiting) -> Any:
         waiting.close()
 
 
-async def serve_rest(scope: Scope, receive: Receive, send: Send, rpc_path: str, path: str) -> None:
+async def serve_rest(
+    scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable, rpc_path: str, path: str
+) -> None:
     """``<prefix>/message:send``, ``<prefix>/tasks/{id}``, ...: the HTTP+JSON
     binding (a2a/rest.py), on the same operations as :func:`serve_rpc`."""
     from urllib.parse import parse_qs
 
-    scope["toolnexus.rest"] = True
     headers = headers_of(scope)
     version = _version(scope, headers)
     try:
-        read = await read_request(scope, receive, send, "1.0")
+        read = await read_request(scope, receive, send, "1.0", rest=True)
         if read is None:
             return
         body, request = read
@@ -319,7 +324,7 @@ async def serve_rest(scope: Scope, receive: Receive, send: Send, rpc_path: str, 
         await respond_rest_error(send, RpcError(INTERNAL_ERROR, "Internal error", details=True))
 
 
-async def respond_rest_error(send: Send, err: RpcError) -> None:
+async def respond_rest_error(send: ASGISendCallable, err: RpcError) -> None:
     status, payload = rest_error(err)
     headers = JSON_HEADERS
     if isinstance(err, MethodNotAllowed):
@@ -327,20 +332,27 @@ async def respond_rest_error(send: Send, err: RpcError) -> None:
     await respond(send, status, dumps(payload), headers)
 
 
-async def _until_disconnect(receive: Receive) -> None:
+async def _until_disconnect(receive: ASGIReceiveCallable) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
 
 
 async def stream_events(
-    receive: Receive, send: Send, envelope: Envelope, stream: EventStream
+    receive: ASGIReceiveCallable, send: ASGISendCallable, envelope: Envelope, stream: EventStream
 ) -> None:
     """The stream's messages as Server-Sent Events, until it ends or the
     client goes away (then it stops watching at once)."""
     events = stream.aevents(run_sync)
     gone = asyncio.ensure_future(_until_disconnect(receive))
     try:
-        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": SSE_HEADERS,
+                "trailers": False,
+            }
+        )
         while True:
             step = asyncio.ensure_future(events.__anext__())
             await asyncio.wait((step, gone), return_when=asyncio.FIRST_COMPLETED)
@@ -381,7 +393,7 @@ async def stream_events(
 # -- the Agent Card -------------------------------------------------------------------------------
 
 
-def endpoint_url(scope: Scope, rpc_path: str) -> str:
+def endpoint_url(scope: HTTPScope, rpc_path: str) -> str:
     """The endpoint's absolute URL as this request sees it: Django's own
     ``build_absolute_uri``, so a reverse proxy's ``X-Forwarded-Host`` /
     ``-Proto`` count exactly where the settings say (``USE_X_FORWARDED_HOST``,
@@ -391,11 +403,13 @@ def endpoint_url(scope: Scope, rpc_path: str) -> str:
     return ASGIRequest(scope, io.BytesIO()).build_absolute_uri(rpc_path)
 
 
-def card_for(scope: Scope, rpc_path: str) -> bytes:
+def card_for(scope: HTTPScope, rpc_path: str) -> bytes:
     return dumps(build_card(endpoint_url(scope, rpc_path), rpc_authentication_classes()))
 
 
-async def respond_card(scope: Scope, send: Send, body: bytes, *, private: bool = False) -> None:
+async def respond_card(
+    scope: HTTPScope, send: ASGISendCallable, body: bytes, *, private: bool = False
+) -> None:
     """A card with its ETag and Cache-Control; 304 when If-None-Match has it."""
     headers = card_headers(body, private=private)
     extra = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
@@ -407,7 +421,9 @@ async def respond_card(scope: Scope, send: Send, body: bytes, *, private: bool =
     await respond(send, 200, body, [*JSON_HEADERS, *extra])
 
 
-async def serve_card(scope: Scope, receive: Receive, send: Send, rpc_path: str) -> None:
+async def serve_card(
+    scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable, rpc_path: str
+) -> None:
     """``GET <prefix>/.well-known/agent-card.json``: public, like any A2A card."""
     try:
         # On a thread: the card reads the skills from disk (cached) and may

@@ -12,7 +12,9 @@ on a thread, and one at most 8 MB (larger ones are for a real static server).
 
 In production a reverse proxy or a CDN in front should serve ``STATIC_ROOT``
 itself (faster, and cached at the edge); this is what the app does when it
-does not.
+does not. Written here, not taken from ServeStatic or Starlette's
+``StaticFiles``: under uvicorn each spends about 2.4x this handler's CPU per
+file sent (benchmarks/RESULTS.md, benchmarks/static_files.py).
 """
 
 from __future__ import annotations
@@ -23,14 +25,10 @@ import hashlib
 import mimetypes
 import os
 import posixpath
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 from urllib.parse import unquote
 
+from asgiref.typing import ASGI3Application, ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
 from django.conf import settings
-
-Scope = MutableMapping[str, Any]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 MAX_BYTES = 8 * 1024 * 1024
 #: Seconds a client may keep a file without asking again (an hour: files
@@ -78,7 +76,7 @@ def _read(path: str) -> tuple[bytes, os.stat_result] | None:
         return f.read(), info
 
 
-async def serve_static(scope: Scope, send: Send, relative: str) -> None:
+async def serve_static(scope: HTTPScope, send: ASGISendCallable, relative: str) -> None:
     """Answer one GET/HEAD for the static file ``relative`` (below STATIC_URL)."""
     path = await asyncio.to_thread(find, relative)
     loaded = await asyncio.to_thread(_read, path) if path else None
@@ -99,12 +97,17 @@ async def serve_static(scope: Scope, send: Send, relative: str) -> None:
     ]
     asked = {k.lower(): v for k, v in scope.get("headers") or ()}
     if _not_modified(asked, etag, info.st_mtime):
-        await send({"type": "http.response.start", "status": 304, "headers": headers})
-        await send({"type": "http.response.body", "body": b""})
+        await send(
+            {"type": "http.response.start", "status": 304, "headers": headers, "trailers": False}
+        )
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
         return
     headers.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": headers, "trailers": False}
+    )
+    content = b"" if scope["method"] == "HEAD" else body
+    await send({"type": "http.response.body", "body": content, "more_body": False})
 
 
 def _not_modified(asked: dict[bytes, bytes], etag: str, mtime: float) -> bool:
@@ -122,20 +125,22 @@ def _not_modified(asked: dict[bytes, bytes], etag: str, mtime: float) -> bool:
     return False
 
 
-async def _plain(send: Send, status: int, body: bytes) -> None:
+async def _plain(send: ASGISendCallable, status: int, body: bytes) -> None:
     headers = [
         (b"content-type", b"text/plain; charset=utf-8"),
         (b"content-length", str(len(body)).encode()),
     ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send(
+        {"type": "http.response.start", "status": status, "headers": headers, "trailers": False}
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 class StaticFiles:
     """An ASGI wrapper: GET/HEAD under STATIC_URL are answered here (see the
     module), everything else goes to ``app``."""
 
-    def __init__(self, app: Callable[..., Awaitable[None]]) -> None:
+    def __init__(self, app: ASGI3Application) -> None:
         self.app = app
         self._prefix: str | bool | None = False
 
@@ -144,7 +149,9 @@ class StaticFiles:
             self._prefix = static_prefix()
         return self._prefix  # type: ignore[return-value]
 
-    async def __call__(self, scope: Scope, receive: Any, send: Send) -> None:
+    async def __call__(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
         if scope["type"] == "http" and scope.get("method") in ("GET", "HEAD"):
             prefix = self.prefix()
             path = scope.get("path", "")

@@ -13,6 +13,7 @@ a database error (-32603).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -20,7 +21,7 @@ from typing import Any
 
 from .. import lifecycle
 from ..stores import TaskStore
-from ..stores.base import Task
+from ..stores.base import Task, parse_instant
 from . import v1
 from .dialects import Dialect
 from .jsonrpc import INVALID_PARAMS, TASK_NOT_FOUND, RpcError
@@ -76,13 +77,11 @@ def read_timestamp(value: Any, name: str) -> datetime:
     # Python's parser ignores a trailing NUL: refuse it first.
     if not isinstance(value, str) or len(value) > 64 or "\x00" in value:
         raise invalid(name, rule)
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return moment.astimezone(UTC)
-    except (ValueError, OverflowError):
-        raise invalid(name, rule) from None
+    moment = parse_instant(value)
+    if moment is not None:
+        with contextlib.suppress(OverflowError):  # outside datetime's range in UTC
+            return moment.astimezone(UTC)
+    raise invalid(name, rule)
 
 
 def _id(value: Any, name: str) -> str:

@@ -9,9 +9,10 @@ parts without ``kind`` (``text`` | ``data`` | ``raw`` | ``url``, plus
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any
 
+from ..stores.base import parse_instant
 from .jsonrpc import INVALID_PARAMS, RpcError
 
 STATE_TO_V1: dict[str, str] = {
@@ -55,15 +56,13 @@ def state_filter(value: Any) -> str | None:
 
 def timestamp(value: Any) -> str | None:
     """An RFC 3339 UTC timestamp with a zone (``...Z``), or None if unreadable."""
-    if not isinstance(value, str):
+    moment = parse_instant(value)
+    if moment is None:
         return None
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        text = moment.astimezone(UTC).isoformat(timespec="milliseconds")
+    except OverflowError:  # outside datetime's range once in UTC
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    text = moment.astimezone(UTC).isoformat(timespec="milliseconds")
     return text.replace("+00:00", "Z")
 
 

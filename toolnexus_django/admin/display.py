@@ -4,7 +4,7 @@ timeline of events, times and links made safe."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -17,7 +17,7 @@ from ..agent import transcript
 from ..agent.transcript import Call, Turn, pretty_json
 from ..models import TaskRecord
 from ..stores import DjangoTaskStore
-from ..stores.base import Task
+from ..stores.base import Task, parse_instant
 
 __all__ = [
     "EventView",
@@ -56,16 +56,6 @@ def server_side(obj: TaskRecord) -> Task:
 def private_of(obj: TaskRecord) -> lifecycle.Private:
     """The typed private section of a row (its public part is not read)."""
     return lifecycle.read(DjangoTaskStore.task_of(obj, public=False))
-
-
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
 
 
 def time_left(expires: datetime | None, now: datetime | None = None) -> str:
@@ -141,7 +131,7 @@ def _view(event: dict[str, Any]) -> EventView:
     at = event.get("at")
     return EventView(
         seq=int(event.get("seq") or 0),
-        at=at if isinstance(at, datetime) else parse_time(at),
+        at=at if isinstance(at, datetime) else parse_instant(at),
         at_raw=at.isoformat() if isinstance(at, datetime) else str(at or ""),
         kind=str(event.get("kind") or ""),
         decision=str(private.get("decision") or ""),

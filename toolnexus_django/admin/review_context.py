@@ -28,11 +28,11 @@ from ..review.forms import (
     SchemaNotSupported,
     schema_form_class,
 )
+from ..stores.base import parse_instant
 from .claims import review_state
 from .display import (
     halted_call,
     owner_label,
-    parse_time,
     pretty_json,
     safe_link_url,
     task_of,
@@ -102,7 +102,7 @@ def _request_facts(pending: dict[str, Any], has_reply: bool) -> dict[str, Any]:
             schema_form_class(schema)
         except SchemaNotSupported as exc:
             schema_note = str(exc)
-    expires = parse_time(pending.get("expiresAt"))
+    expires = parse_instant(pending.get("expiresAt"))
     return {
         "request_data_json": data_shown,
         "schema_json": pretty_json(schema) if schema is not None else None,

@@ -17,9 +17,9 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, HTTPScope
 from django.http import Http404, HttpResponse
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -33,9 +33,6 @@ from .exchange import Exchange, Reply, deadline, submit
 
 logger = logging.getLogger("toolnexus_django.mcp")
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 JSON = [(b"content-type", b"application/json")]
 
@@ -94,7 +91,7 @@ class McpView(APIView):
         return response
 
 
-async def serve_mcp(scope: Scope, receive: Receive, send: Send) -> None:
+async def serve_mcp(scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
     """``<prefix>/mcp`` over ASGI (the endpoint is on: the router checked)."""
     if scope["method"] != "POST":
         allow = [(b"allow", b"POST"), *JSON]

@@ -29,6 +29,7 @@ from django.utils import timezone
 from ..a2a.pushconfig import MAX_CONFIGS_PER_TASK, PushConfigSpec, StoredPushConfig
 from ..lifecycle import read as read_private
 from ..stores import FileTaskStore, TaskStore
+from ..stores.base import parse_instant
 from .book import Attempt
 from .configs import check, config_values, stored
 
@@ -50,10 +51,6 @@ def parse_key(key: str) -> tuple[str, str]:
 
 def _iso(value: Any) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else value
-
-
-def _when(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
 
 
 class _Docs:
@@ -136,9 +133,9 @@ class LocalBook:
         now = timezone.now()
 
         def take(config: dict[str, Any]) -> Any:
-            lease = _when(config.get("lease_until"))
+            lease = parse_instant(config.get("lease_until"))
             free = lease is None or lease < now or config.get("lease_owner") == holder
-            due = (_when(config.get("next_attempt_at")) or now) <= now
+            due = (parse_instant(config.get("next_attempt_at")) or now) <= now
             if config.get("disabled_at") or not free or not due:
                 return None
             config["lease_owner"], config["lease_until"] = holder, until.isoformat()
@@ -187,11 +184,11 @@ class LocalBook:
             task = self.store.get(task_id)
             seq = read_private(task).seq if task else 0
             for cid, c in self.docs.read(task_id)["configs"].items():
-                lease = _when(c.get("lease_until"))
+                lease = parse_instant(c.get("lease_until"))
                 if (
                     not c.get("disabled_at")
                     and c["delivered_seq"] < seq
-                    and (_when(c.get("next_attempt_at")) or now) <= now
+                    and (parse_instant(c.get("next_attempt_at")) or now) <= now
                     and (lease is None or lease < now)
                 ):
                     keys.append(key_of(task_id, cid))

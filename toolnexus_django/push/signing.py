@@ -12,7 +12,8 @@ and whose header names the key (``kid``: its RFC 7638 thumbprint). The
 public key is served as a JWKS at ``<prefix>/.well-known/jwks.json``. A
 receiver checks the signature against the key named by ``kid``, that ``exp``
 has not passed, and that the body it got hashes to ``request_body_sha256``.
-(Built on ``cryptography``'s ECDSA; only the JOSE encoding is done here.)
+(PyJWT signs and encodes the JWS and the JWK, on ``cryptography``; only the
+RFC 7638 thumbprint, which PyJWT does not offer, is computed here.)
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives import hashes, serialization
+import jwt
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+from jwt.algorithms import ECAlgorithm
 
 from ..conf import toolnexus_settings
 
@@ -62,16 +64,16 @@ def signing_key() -> ec.EllipticCurvePrivateKey | None:
 
 
 def public_jwk(key: ec.EllipticCurvePrivateKey) -> dict[str, str]:
-    numbers = key.public_key().public_numbers()
-    jwk = {
-        "crv": "P-256",
-        "kty": "EC",
-        "x": b64url(numbers.x.to_bytes(32, "big")),
-        "y": b64url(numbers.y.to_bytes(32, "big")),
-    }
+    jwk: dict[str, str] = ECAlgorithm.to_jwk(key.public_key(), as_dict=True)
     # RFC 7638: the SHA-256 of the required members, sorted, no spaces.
-    thumbprint = b64url(hashlib.sha256(json.dumps(jwk, separators=(",", ":")).encode()).digest())
-    return {**jwk, "kid": thumbprint, "alg": "ES256", "use": "sig"}
+    required = {name: jwk[name] for name in ("crv", "kty", "x", "y")}
+    canonical = json.dumps(required, separators=(",", ":"), sort_keys=True).encode()
+    return {
+        **required,
+        "kid": b64url(hashlib.sha256(canonical).digest()),
+        "alg": "ES256",
+        "use": "sig",
+    }
 
 
 def jwks() -> dict[str, Any]:
@@ -86,7 +88,6 @@ def sign(task_id: str, event_id: str, body: bytes, *, now: float | None = None) 
     if key is None:
         return None
     issued = int(now if now is not None else time.time())
-    header = {"alg": "ES256", "typ": "JWT", "kid": public_jwk(key)["kid"]}
     claims = {
         "iss": str(toolnexus_settings.PUSH.get("ISSUER") or toolnexus_settings.AGENT.get("name")),
         "iat": issued,
@@ -96,12 +97,7 @@ def sign(task_id: str, event_id: str, body: bytes, *, now: float | None = None) 
         "eventId": event_id,
         "request_body_sha256": b64url(hashlib.sha256(body).digest()),
     }
-    signing_input = ".".join(
-        b64url(json.dumps(part, separators=(",", ":")).encode()) for part in (header, claims)
-    )
-    der = key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256()))
-    r, s = decode_dss_signature(der)
-    return f"{signing_input}.{b64url(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
+    return jwt.encode(claims, key, algorithm="ES256", headers={"kid": public_jwk(key)["kid"]})
 
 
 __all__ = ["HEADER", "jwks", "public_jwk", "sign", "signing_key"]

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from django.utils.dateparse import parse_datetime
+
 Task = dict[str, Any]
 
 #: Key of the server-side section of a stored Task; never sent on the wire.
@@ -274,15 +276,20 @@ def task_id_of(task: Any) -> str:
 
 def parse_instant(value: Any) -> datetime | None:
     """An ISO 8601 instant (a Request's expiresAt, a lease's until, a status
-    timestamp) as an aware datetime; None when absent or unreadable — so an
-    unreadable expiry never expires anything. Naive means UTC."""
-    if not isinstance(value, str):
+    timestamp, a client's filter) as an aware datetime, read by Django's
+    ``parse_datetime``; None when absent or unreadable — so an unreadable
+    expiry never expires anything. Naive means UTC."""
+    # What only parse_datetime's fallback pattern would take stays refused:
+    # other scripts' digits, surrounding space (its "$" passes a newline).
+    if not isinstance(value, str) or not value.isascii() or value != value.strip():
         return None
     try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
+        moment = parse_datetime(value)
+    except ValueError:  # well formed, but no such moment
         return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=UTC)
 
 
 def request_expiry(task: Task | None) -> datetime | None:

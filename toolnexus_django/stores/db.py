@@ -10,6 +10,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from .base import (
     MAX_ID_LENGTH,
@@ -393,7 +394,9 @@ class DjangoTaskStore(TaskStore):
 
 
 def _aware(value: datetime | str) -> datetime:
-    """A datetime column as read by a raw cursor (SQLite: a naive UTC string)."""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value.replace(tzinfo=UTC) if timezone.is_naive(value) else value
+    """A datetime column as read by a raw cursor (SQLite: a naive UTC string,
+    read as Django's SQLite backend reads it)."""
+    moment = parse_datetime(value) if isinstance(value, str) else value
+    if moment is None:
+        raise ValueError(f"{value!r} is not a datetime")
+    return moment.replace(tzinfo=UTC) if timezone.is_naive(moment) else moment

@@ -41,6 +41,7 @@ from .base import (
     add_inline_event,
     bump_revision,
     message_key_of,
+    parse_instant,
     repeats_since,
     same_version,
     select_stale,
@@ -68,14 +69,14 @@ def _marker_task(marker: Path) -> str | None:
     """The Task a message-key file names, if it is within the window."""
     try:
         held = json.loads(marker.read_text())
-        task_id, at = str(held["task"]), datetime.fromisoformat(held["at"])
+        task_id, at = str(held["task"]), parse_instant(held["at"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
     try:
         since = repeats_since()
     except LookupError:
         return None
-    return None if since is not None and at < since else task_id
+    return None if at is None or (since is not None and at < since) else task_id
 
 
 def file_name(id: str) -> str:

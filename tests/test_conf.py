@@ -54,7 +54,7 @@ def test_missing_setting_gives_every_default(settings: Any) -> None:
 
 
 def test_a_non_dict_setting_reads_as_defaults(settings: Any) -> None:
-    # Reported by check E001; reading it must not crash on the way there.
+    # Reported by check E100; reading it must not crash on the way there.
     settings.TOOLNEXUS = "memory"
     assert toolnexus_settings.STORE == "memory"
     assert toolnexus_settings.MAX_RUNS == 256
@@ -253,3 +253,12 @@ def test_imported_settings_import_each_entry_naming_it(settings: Any) -> None:
         toolnexus_settings.imported("MCP", "PERMISSION_CLASSES")
     settings.TOOLNEXUS = {"EXTENDED_AGENT_CARD": None}
     assert toolnexus_settings.imported("EXTENDED_AGENT_CARD") is None
+
+    class Card:
+        def __call__(self, request: Any, card: dict[str, Any]) -> dict[str, Any]:
+            return card
+
+    hook = Card()  # an object is the object, every time (never a copy of it)
+    settings.TOOLNEXUS = {"EXTENDED_AGENT_CARD": hook}
+    assert toolnexus_settings.imported("EXTENDED_AGENT_CARD") is hook
+    assert toolnexus_settings.imported("EXTENDED_AGENT_CARD") is hook

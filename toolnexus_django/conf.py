@@ -318,17 +318,18 @@ class ToolnexusSettings:
         """The setting at ``path`` (``"MCP", "PERMISSION_CLASSES"``) with its
         dotted paths imported, a list's entries one by one (DRF's
         ``IMPORT_STRINGS``): imported once, again after the setting changes."""
-        if path in self._imports:
-            return copy.copy(self._imports[path])
-        value = self._merged()
-        for key in path:
-            value = value[key]
-        if isinstance(value, (list, tuple)):
-            value = [import_path(v, setting_name(*path, i)) for i, v in enumerate(value)]
-        else:
-            value = import_path(value, setting_name(*path))
-        self._imports[path] = value
-        return copy.copy(value)
+        imports = self._imports  # reload() replaces it: read one
+        if path not in imports:
+            value = self._merged()
+            for key in path:
+                value = value[key]
+            if isinstance(value, (list, tuple)):
+                value = [import_path(v, setting_name(*path, i)) for i, v in enumerate(value)]
+            else:
+                value = import_path(value, setting_name(*path))
+            imports[path] = value
+        found = imports[path]
+        return list(found) if isinstance(found, list) else found  # a caller's list to change
 
     def on_reload(self, hook: Callable[[], None]) -> None:
         """Run ``hook`` whenever the setting changes (per-process caches use this)."""

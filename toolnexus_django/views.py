@@ -112,16 +112,14 @@ def _speaks_v1(request: Request) -> bool:
 
 def rpc_authentication_classes() -> list[Any]:
     """The endpoint's DRF authentication classes (the card declares them)."""
-    if toolnexus_settings.AUTHENTICATION_CLASSES is None:
-        return list(api_settings.DEFAULT_AUTHENTICATION_CLASSES)
-    return list(toolnexus_settings.imported("AUTHENTICATION_CLASSES"))
+    classes = toolnexus_settings.imported("AUTHENTICATION_CLASSES")
+    return list(api_settings.DEFAULT_AUTHENTICATION_CLASSES) if classes is None else classes
 
 
 def rpc_permission_classes() -> list[Any]:
     """The endpoint's DRF permission classes."""
-    if toolnexus_settings.PERMISSION_CLASSES is None:
-        return list(api_settings.DEFAULT_PERMISSION_CLASSES)
-    return list(toolnexus_settings.imported("PERMISSION_CLASSES"))
+    classes = toolnexus_settings.imported("PERMISSION_CLASSES")
+    return list(api_settings.DEFAULT_PERMISSION_CLASSES) if classes is None else classes
 
 
 def _endpoint_url(request: Any, namespace: str | None = None) -> str:

@@ -43,18 +43,16 @@ def authentication_classes() -> list[Any]:
     """The endpoint's DRF authentication classes (None: the A2A endpoint's)."""
     from ..views import rpc_authentication_classes
 
-    if toolnexus_settings.MCP["AUTHENTICATION_CLASSES"] is None:
-        return rpc_authentication_classes()
-    return list(toolnexus_settings.imported("MCP", "AUTHENTICATION_CLASSES"))
+    classes = toolnexus_settings.imported("MCP", "AUTHENTICATION_CLASSES")
+    return rpc_authentication_classes() if classes is None else classes
 
 
 def permission_classes() -> list[Any]:
     """The endpoint's DRF permission classes (None: the A2A endpoint's)."""
     from ..views import rpc_permission_classes
 
-    if toolnexus_settings.MCP["PERMISSION_CLASSES"] is None:
-        return rpc_permission_classes()
-    return list(toolnexus_settings.imported("MCP", "PERMISSION_CLASSES"))
+    classes = toolnexus_settings.imported("MCP", "PERMISSION_CLASSES")
+    return rpc_permission_classes() if classes is None else classes
 
 
 def needs_drf() -> bool:

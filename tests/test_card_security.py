@@ -1,5 +1,5 @@
 """The Agent Card declares how to authenticate (toolnexus_django/a2a/card.py),
-read back by the official a2a-sdk; and check W002 (toolnexus_django/checks.py)
+read back by the official a2a-sdk; and check W002 (toolnexus_django/checks/security.py)
 warns about an endpoint open to anonymous callers while DEBUG is off."""
 
 from __future__ import annotations
@@ -347,8 +347,8 @@ def test_w002_follows_drf_default_permission_classes(settings: Any) -> None:
         (False, [IS_AUTHENTICATED]),
         (False, ["rest_framework.permissions.AllowAny", IS_AUTHENTICATED]),
         (False, [HERE + "StaffOnly"]),  # custom: assumed to restrict
-        (False, ["no.such.Permission"]),  # E007's to report
-        (False, "rest_framework.permissions.AllowAny"),  # E006's to report
+        (False, ["no.such.Permission"]),  # E113's to report
+        (False, "rest_framework.permissions.AllowAny"),  # E112's to report
     ],
     ids=["debug-AllowAny", "debug-none", "IsAuthenticated", "mixed", "custom", "bad-path", "str"],
 )

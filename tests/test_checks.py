@@ -1,5 +1,7 @@
-"""System checks (toolnexus_django/checks.py): every id fires for its
-misconfiguration and for nothing else, through Django's real check registry."""
+"""System checks (toolnexus_django/checks/): every id fires for its
+misconfiguration and for nothing else, through Django's real check registry.
+(The sections' names are the ids before each problem had its own: README,
+"System checks", maps them to the new ones.)"""
 
 from __future__ import annotations
 
@@ -91,21 +93,21 @@ def test_the_testproject_settings_pass_the_checks() -> None:
 
 def test_check_is_registered_with_the_compatibility_tag(settings: Any) -> None:
     settings.TOOLNEXUS = {**GOOD, "MAX_RUNS": 0}
-    assert "toolnexus_django.E009" in {m.id for m in checks.run_checks(tags=["compatibility"])}
+    assert "toolnexus_django.E401" in {m.id for m in checks.run_checks(tags=["compatibility"])}
     assert check_settings(None) == ours(checks.run_checks())
 
 
-# -- E001 ------------------------------------------------------------------------
+# -- E001, retired: E100, E101, E302, E312, E322 ---------------------------------
 
 
 def test_e001_unknown_key(ids_for: Any) -> None:
-    assert ids_for(STROE="memory") == {"E001"}
+    assert ids_for(STROE="memory") == {"E101"}
 
 
 def test_e001_names_each_unknown_key_and_the_known_ones(settings: Any) -> None:
     settings.TOOLNEXUS = {**GOOD, "STROE": "memory", "AGNET": {}}
     errors = our_messages()
-    assert [m.id for m in errors] == ["toolnexus_django.E001"] * 2
+    assert [m.id for m in errors] == ["toolnexus_django.E101"] * 2
     assert "'STROE'" in errors[0].msg and "'AGNET'" in errors[1].msg
     assert "STORE" in str(errors[0].hint) and "CLIENT" in str(errors[0].hint)
 
@@ -114,7 +116,7 @@ def test_e001_names_each_unknown_key_and_the_known_ones(settings: Any) -> None:
 def test_e001_not_a_dict(settings: Any, value: Any) -> None:
     settings.TOOLNEXUS = value
     errors = our_messages()
-    assert ids_of(errors) == {"E001"}
+    assert ids_of(errors) == {"E100"}
     assert errors[0].level == checks.ERROR
 
 
@@ -125,28 +127,29 @@ def test_no_toolnexus_setting_at_all_only_warns_about_the_client(settings: Any) 
     assert all(m.level == checks.WARNING for m in messages)
 
 
-# -- E002 ------------------------------------------------------------------------
+# -- E002, retired: E201-E205 ----------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "store",
-    ["redis", "file:", "django:", 42, "no.such.module.Store", "tests.test_checks.PREFIX"],
+    ("store", "expected"),
+    [("redis", "E201"), ("file:", "E203"), ("django:", "E201"), (42, "E201"),
+     ("no.such.module.Store", "E202"), ("tests.test_checks.PREFIX", "E201")],
     ids=repr,
-)
-def test_e002_bad_store(ids_for: Any, store: Any) -> None:
-    assert ids_for(STORE=store) == {"E002"}
+)  # fmt: skip
+def test_e002_bad_store(ids_for: Any, store: Any, expected: str) -> None:
+    assert ids_for(STORE=store) == {expected}
 
 
 def test_e002_unknown_database_alias(ids_for: Any) -> None:
-    assert ids_for(STORE="django:nosuchdb") == {"E002"}
+    assert ids_for(STORE="django:nosuchdb") == {"E204"}
 
 
 def test_e002_file_dir_under_a_regular_file(ids_for: Any, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    assert ids_for(STORE=f"file:{blocker / 'tasks'}") == {"E002"}
-    assert ids_for(STORE=f"file:{blocker / 'deeper' / 'tasks'}") == {"E002"}
-    assert ids_for(STORE=f"file:{blocker}") == {"E002"}  # exists, but is a file
+    assert ids_for(STORE=f"file:{blocker / 'tasks'}") == {"E203"}
+    assert ids_for(STORE=f"file:{blocker / 'deeper' / 'tasks'}") == {"E203"}
+    assert ids_for(STORE=f"file:{blocker}") == {"E203"}  # exists, but is a file
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
@@ -155,7 +158,7 @@ def test_e002_file_dir_in_a_read_only_parent(ids_for: Any, tmp_path: Path) -> No
     parent.mkdir()
     parent.chmod(0o500)
     try:
-        assert ids_for(STORE=f"file:{parent / 'tasks'}") == {"E002"}
+        assert ids_for(STORE=f"file:{parent / 'tasks'}") == {"E203"}
     finally:
         parent.chmod(0o700)
 
@@ -254,28 +257,28 @@ def test_known_client_styles_pass(ids_for: Any, style: Any) -> None:
     assert ids_for(CLIENT={**GOOD["CLIENT"], "style": style}) == set()
 
 
-# -- E006 ------------------------------------------------------------------------
+# -- E006, retired: E110-E140, E301-E321 -----------------------------------------
 
 
 @pytest.mark.parametrize(
-    "overrides",
+    ("overrides", "expected"),
     [
-        {"AGENT": "filing-desk"},
-        {"AGENT": {"name": "x", "skills": "summarize"}},
-        {"TOOLKIT": 42},
-        {"TOOLKIT": ["testproject"]},
-        {"TOOLKIT": {**GOOD["TOOLKIT"], "tools": "testproject.demo.file_expense"}},
-        {"TOOLKIT": {**GOOD["TOOLKIT"], "skills_dir": 42}},
-        {"CLIENT": 42},
-        {"CLIENT": ["http://x"]},
-        {"AUTHENTICATION_CLASSES": "rest_framework.authentication.SessionAuthentication"},
-        {"PERMISSION_CLASSES": {"rest_framework.permissions.AllowAny": True}},
-        {"EXTENDED_AGENT_CARD": {"skills": []}},
+        ({"AGENT": "filing-desk"}, "E301"),
+        ({"AGENT": {"name": "x", "skills": "summarize"}}, "E303"),
+        ({"TOOLKIT": 42}, "E311"),
+        ({"TOOLKIT": ["testproject"]}, "E311"),
+        ({"TOOLKIT": {**GOOD["TOOLKIT"], "tools": "testproject.demo.file_expense"}}, "E315"),
+        ({"TOOLKIT": {**GOOD["TOOLKIT"], "skills_dir": 42}}, "E314"),
+        ({"CLIENT": 42}, "E321"),
+        ({"CLIENT": ["http://x"]}, "E321"),
+        ({"AUTHENTICATION_CLASSES": "rest_framework.authentication.SessionAuthentication"}, "E110"),
+        ({"PERMISSION_CLASSES": {"rest_framework.permissions.AllowAny": True}}, "E112"),
+        ({"EXTENDED_AGENT_CARD": {"skills": []}}, "E130"),
     ],
     ids=lambda o: repr(o)[:60],
 )
-def test_e006_wrong_types(ids_for: Any, overrides: dict[str, Any]) -> None:
-    assert ids_for(**overrides) == {"E006"}
+def test_e006_wrong_types(ids_for: Any, overrides: dict[str, Any], expected: str) -> None:
+    assert ids_for(**overrides) == {expected}
 
 
 def test_tools_as_a_string_is_one_error_not_one_per_character(settings: Any) -> None:
@@ -286,25 +289,30 @@ def test_tools_as_a_string_is_one_error_not_one_per_character(settings: Any) -> 
     assert len(our_messages()) == 1
 
 
-# -- E007 ------------------------------------------------------------------------
+# -- E007, retired: E111-E141, E313-E323 -----------------------------------------
 
 
 @pytest.mark.parametrize(
-    "overrides",
+    ("overrides", "expected"),
     [
-        {"TOOLKIT": "no.such.toolkit_factory"},
-        {"CLIENT": "no.such.client_factory"},
-        {"CLIENT": "testproject.demo.no_such_client"},
-        {"TOOLKIT": {**GOOD["TOOLKIT"], "tools": ["no.such.tool"]}},
-        {"TOOLKIT": {**GOOD["TOOLKIT"], "tools": ["testproject.demo.file_expense", "nodots"]}},
-        {"AUTHENTICATION_CLASSES": ["no.such.Authentication"]},
-        {"PERMISSION_CLASSES": ["rest_framework.permissions.NoSuchPermission"]},
-        {"EXTENDED_AGENT_CARD": "no.such.extended_card"},
+        ({"TOOLKIT": "no.such.toolkit_factory"}, "E313"),
+        ({"CLIENT": "no.such.client_factory"}, "E323"),
+        ({"CLIENT": "testproject.demo.no_such_client"}, "E323"),
+        ({"TOOLKIT": {**GOOD["TOOLKIT"], "tools": ["no.such.tool"]}}, "E316"),
+        (
+            {"TOOLKIT": {**GOOD["TOOLKIT"], "tools": ["testproject.demo.file_expense", "nodots"]}},
+            "E316",
+        ),
+        ({"AUTHENTICATION_CLASSES": ["no.such.Authentication"]}, "E111"),
+        ({"PERMISSION_CLASSES": ["rest_framework.permissions.NoSuchPermission"]}, "E113"),
+        ({"EXTENDED_AGENT_CARD": "no.such.extended_card"}, "E131"),
     ],
     ids=lambda o: repr(o)[:60],
 )
-def test_e007_dotted_paths_that_do_not_import(ids_for: Any, overrides: dict[str, Any]) -> None:
-    assert ids_for(**overrides) == {"E007"}
+def test_e007_dotted_paths_that_do_not_import(
+    ids_for: Any, overrides: dict[str, Any], expected: str
+) -> None:
+    assert ids_for(**overrides) == {expected}
 
 
 def test_importable_dotted_paths_pass(ids_for: Any) -> None:
@@ -330,22 +338,22 @@ def test_e008_task_backend_not_in_tasks(ids_for: Any, settings: Any) -> None:
     assert ids_for(TASK_BACKEND=None) == set()
 
 
-# -- E009 ------------------------------------------------------------------------
+# -- E009, retired: E4xx ---------------------------------------------------------
 
 
 @pytest.mark.parametrize("value", [0, -1, "8", True, 1.5, None], ids=repr)
 def test_e009_worker_threads(ids_for: Any, value: Any) -> None:
-    assert ids_for(MAX_RUNS=value) == {"E009"}
+    assert ids_for(MAX_RUNS=value) == {"E401"}
 
 
 @pytest.mark.parametrize("value", [-1, 0, "10", True, [5]], ids=repr)
 def test_e009_run_timeout(ids_for: Any, value: Any) -> None:
-    assert ids_for(RUN_TIMEOUT=value) == {"E009"}
+    assert ids_for(RUN_TIMEOUT=value) == {"E420"}
 
 
 @pytest.mark.parametrize("value", [0, 1023, -1, "65536", True, 65536.0, None], ids=repr)
 def test_e009_max_header_bytes(ids_for: Any, value: Any) -> None:
-    assert ids_for(MAX_HEADER_BYTES=value) == {"E009"}
+    assert ids_for(MAX_HEADER_BYTES=value) == {"E410"}
 
 
 @pytest.mark.parametrize(
@@ -412,7 +420,7 @@ def test_w004_not_when_the_environment_holds_a_key(
 
 def test_an_error_does_stop_manage_py_check(settings: Any) -> None:
     settings.TOOLNEXUS = {**GOOD, "MAX_RUNS": 0}
-    with pytest.raises(SystemCheckError, match=r"toolnexus_django\.E009"):
+    with pytest.raises(SystemCheckError, match=r"toolnexus_django\.E401"):
         call_command("check", stdout=io.StringIO(), stderr=io.StringIO())
 
 
@@ -440,8 +448,8 @@ def test_manage_py_check_subprocess_reports_the_ids(tmp_path: Path) -> None:
 
     bad = check("bad_settings")
     assert bad.returncode == 1, (bad.stdout, bad.stderr)
-    assert "toolnexus_django.E009" in bad.stderr
-    assert "toolnexus_django.E001" in bad.stderr
+    assert "toolnexus_django.E401" in bad.stderr
+    assert "toolnexus_django.E101" in bad.stderr
     assert "Traceback" not in bad.stderr
 
     good = check("good_settings")
@@ -452,11 +460,11 @@ def test_manage_py_check_subprocess_reports_the_ids(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        ({"REVIEW_NOTIFY_EMAILS": "ops@example.com"}, "toolnexus_django.E010"),
-        ({"REVIEW_NOTIFY_EMAILS": ["not-an-address"]}, "toolnexus_django.E010"),
-        ({"REVIEW_BASE_URL": "ops.example.com"}, "toolnexus_django.E010"),
-        ({"EXPIRY_SWEEP_INTERVAL": -1}, "toolnexus_django.E009"),
-        ({"EXPIRY_SWEEP_INTERVAL": "5"}, "toolnexus_django.E009"),
+        ({"REVIEW_NOTIFY_EMAILS": "ops@example.com"}, "toolnexus_django.E511"),
+        ({"REVIEW_NOTIFY_EMAILS": ["not-an-address"]}, "toolnexus_django.E511"),
+        ({"REVIEW_BASE_URL": "ops.example.com"}, "toolnexus_django.E512"),
+        ({"EXPIRY_SWEEP_INTERVAL": -1}, "toolnexus_django.E431"),
+        ({"EXPIRY_SWEEP_INTERVAL": "5"}, "toolnexus_django.E431"),
     ],
 )
 def test_review_settings_are_checked(
@@ -471,37 +479,34 @@ def test_review_settings_are_checked(
 def test_good_review_settings_pass(settings: Any) -> None:
     from toolnexus_django.checks import check_settings
 
-    settings.TOOLNEXUS = {
-        **settings.TOOLNEXUS,
-        "REVIEW_NOTIFY_EMAILS": ["ops@example.com"],
-        "REVIEW_BASE_URL": "https://ops.example.com",
-        "EXPIRY_SWEEP_INTERVAL": 0,
-    }
+    # Written where they live now (the old top-level keys warn, W101).
+    review = {"NOTIFY_EMAILS": ["ops@example.com"], "BASE_URL": "https://ops.example.com"}
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "REVIEW": review, "EXPIRY_SWEEP_INTERVAL": 0}
     assert not [m for m in check_settings(None) if m.id.startswith("toolnexus_django")]
 
 
 @pytest.mark.parametrize(
-    ("key", "bad"),
+    ("key", "bad", "expected"),
     [
-        ("LEASE_SECONDS", 0),
-        ("MAX_ATTEMPTS", 0),
-        ("MAX_ATTEMPTS", 1.5),
-        ("REQUEUE_AFTER", -5),
-        ("BLOCKING_TIMEOUT", "60"),
-        ("STREAM_MAX_SECONDS", None),
-        ("STREAM_HEARTBEAT", 0),
-        ("MAX_HELD_REQUESTS", 0),
-        ("MAX_MODEL_RESPONSE_BYTES", 0),
-        ("MAX_MODEL_RESPONSE_BYTES", None),
-        ("MAX_MODEL_RESPONSE_BYTES", "4MB"),
-        ("MAX_MODEL_RESPONSE_BYTES", 1e6),
+        ("LEASE_SECONDS", 0, "E421"),
+        ("MAX_ATTEMPTS", 0, "E404"),
+        ("MAX_ATTEMPTS", 1.5, "E404"),
+        ("REQUEUE_AFTER", -5, "E422"),
+        ("BLOCKING_TIMEOUT", "60", "E423"),
+        ("STREAM_MAX_SECONDS", None, "E424"),
+        ("STREAM_HEARTBEAT", 0, "E425"),
+        ("MAX_HELD_REQUESTS", 0, "E405"),
+        ("MAX_MODEL_RESPONSE_BYTES", 0, "E409"),
+        ("MAX_MODEL_RESPONSE_BYTES", None, "E409"),
+        ("MAX_MODEL_RESPONSE_BYTES", "4MB", "E409"),
+        ("MAX_MODEL_RESPONSE_BYTES", 1e6, "E409"),
     ],
 )
-def test_number_settings_are_checked(settings: Any, key: str, bad: Any) -> None:
+def test_number_settings_are_checked(settings: Any, key: str, bad: Any, expected: str) -> None:
     from toolnexus_django.checks import check_settings
 
     settings.TOOLNEXUS = {**settings.TOOLNEXUS, key: bad}
-    assert "toolnexus_django.E009" in {m.id for m in check_settings(None)}
+    assert f"toolnexus_django.{expected}" in {m.id for m in check_settings(None)}
 
 
 @pytest.mark.parametrize(
@@ -511,7 +516,7 @@ def test_conversations_setting_is_checked(settings: Any, value: Any, ok: bool) -
     from toolnexus_django.checks import check_settings
 
     settings.TOOLNEXUS = {**settings.TOOLNEXUS, "CONVERSATIONS": value, "MAX_HELD_REQUESTS": None}
-    ids = {m.id for m in check_settings(None)} & {"toolnexus_django.E006", "toolnexus_django.E007"}
+    ids = {m.id for m in check_settings(None)} & {"toolnexus_django.E140", "toolnexus_django.E141"}
     assert (not ids) is ok
 
 
@@ -519,18 +524,20 @@ def test_conversations_setting_is_checked(settings: Any, value: Any, ok: bool) -
 
 
 @pytest.mark.parametrize(
-    "overrides",
+    ("overrides", "expected"),
     [
-        {"ANSWERERS": {"approval": "anyone"}},
-        {"ANSWERERS": {"approval": []}},
-        {"ANSWERERS": "reviewer"},
-        {"TOOL_ANSWERERS": {"file_expense": ["reviewer", "boss"]}},
-        {"TOOL_ANSWERERS": ["file_expense"]},
+        ({"ANSWERERS": {"approval": "anyone"}}, "E121"),
+        ({"ANSWERERS": {"approval": []}}, "E121"),
+        ({"ANSWERERS": "reviewer"}, "E120"),
+        ({"TOOL_ANSWERERS": {"file_expense": ["reviewer", "boss"]}}, "E123"),
+        ({"TOOL_ANSWERERS": ["file_expense"]}, "E122"),
     ],
     ids=repr,
 )
-def test_e006_answerers_that_say_nobody(ids_for: Any, overrides: dict[str, Any]) -> None:
-    assert ids_for(**overrides) == {"E006"}
+def test_e006_answerers_that_say_nobody(
+    ids_for: Any, overrides: dict[str, Any], expected: str
+) -> None:
+    assert ids_for(**overrides) == {expected}
 
 
 def test_answerers_that_name_roles_pass(ids_for: Any) -> None:
@@ -538,25 +545,29 @@ def test_answerers_that_name_roles_pass(ids_for: Any) -> None:
     assert ids_for(TOOL_ANSWERERS={"ask_requester": ["requester", "reviewer"]}) == set()
 
 
-@pytest.mark.parametrize("key", ["MAX_OUTPUT_CHARS", "MAX_HISTORY_MESSAGES", "MAX_MEMORY_MESSAGES"])
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [("MAX_OUTPUT_CHARS", "E406"), ("MAX_HISTORY_MESSAGES", "E407"),
+     ("MAX_MEMORY_MESSAGES", "E408")],
+)  # fmt: skip
 @pytest.mark.parametrize("value", [0, -1, 1.5, None, "100"])
-def test_e009_bounds(ids_for: Any, key: str, value: Any) -> None:
-    assert ids_for(**{key: value}) == {"E009"}
+def test_e009_bounds(ids_for: Any, key: str, value: Any, expected: str) -> None:
+    assert ids_for(**{key: value}) == {expected}
 
 
 # -- typos inside the dict sections ----------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("section", "typo", "a_known_key"),
-    [("AGENT", "descripton", "description"), ("TOOLKIT", "skils", "skills_dir"),
-     ("CLIENT", "modle", "model")],
+    ("section", "typo", "a_known_key", "expected"),
+    [("AGENT", "descripton", "description", "E302"), ("TOOLKIT", "skils", "skills_dir", "E312"),
+     ("CLIENT", "modle", "model", "E322")],
 )  # fmt: skip
 def test_an_unknown_key_inside_a_section_is_e001_listing_the_known_ones(
-    settings: Any, section: str, typo: str, a_known_key: str
+    settings: Any, section: str, typo: str, a_known_key: str, expected: str
 ) -> None:
     settings.TOOLNEXUS = {**GOOD, section: {**GOOD.get(section, {}), typo: "x"}}
-    [message] = [m for m in our_messages() if m.id == f"{PREFIX}E001"]
+    [message] = [m for m in our_messages() if m.id == f"{PREFIX}{expected}"]
     assert f"TOOLNEXUS[{section!r}] has an unknown key {typo!r}" in message.msg
     assert a_known_key in (message.hint or "")
 

@@ -8,9 +8,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
+from rest_framework.permissions import AllowAny, IsAuthenticated
 
-from toolnexus_django.conf import DEFAULTS, ToolnexusSettings, merge, toolnexus_settings
+from toolnexus_django.conf import (
+    DEFAULTS,
+    ToolnexusSettings,
+    import_path,
+    merge,
+    setting_name,
+    toolnexus_settings,
+)
 
 PRISTINE_DEFAULTS = copy.deepcopy(DEFAULTS)
 
@@ -45,7 +54,7 @@ def test_missing_setting_gives_every_default(settings: Any) -> None:
 
 
 def test_a_non_dict_setting_reads_as_defaults(settings: Any) -> None:
-    # Reported by check E001; reading it must not crash on the way there.
+    # Reported by check E100; reading it must not crash on the way there.
     settings.TOOLNEXUS = "memory"
     assert toolnexus_settings.STORE == "memory"
     assert toolnexus_settings.MAX_RUNS == 256
@@ -195,3 +204,61 @@ def test_a_fresh_settings_object_reads_the_current_setting(settings: Any) -> Non
     assert fresh.STORE == "django"
     fresh.reload()
     assert calls == [1]
+
+
+# -- sections, keys that moved, dotted paths ---------------------------------------------
+
+
+@pytest.mark.parametrize("section", ["PUSH", "REVIEW", "MCP"])
+def test_a_section_that_is_not_a_dict_reads_as_its_defaults(settings: Any, section: str) -> None:
+    # Reported by its check (E600, E500, E700); reading a key must not crash on the way.
+    settings.TOOLNEXUS = {section: "nonsense"}
+    assert getattr(toolnexus_settings, section) == DEFAULTS[section]
+    settings.TOOLNEXUS = {section: None}
+    assert getattr(toolnexus_settings, section) == DEFAULTS[section]
+
+
+def test_keys_that_moved_into_review_are_read_there(settings: Any) -> None:
+    settings.TOOLNEXUS = {"REVIEW_NOTIFY_EMAILS": ["ops@x.example"], "REVIEW_BASE_URL": "https://x"}
+    assert toolnexus_settings.REVIEW["NOTIFY_EMAILS"] == ["ops@x.example"]
+    assert toolnexus_settings.REVIEW["BASE_URL"] == "https://x"
+    assert toolnexus_settings.REVIEW["CLAIM_SECONDS"] == 900.0  # the rest: defaults
+    with pytest.raises(AttributeError):
+        toolnexus_settings.REVIEW_NOTIFY_EMAILS  # noqa: B018
+    # Written both ways, REVIEW's own key wins.
+    settings.TOOLNEXUS = {
+        "REVIEW_NOTIFY_EMAILS": ["old@x.example"],
+        "REVIEW": {"NOTIFY_EMAILS": []},
+    }
+    assert toolnexus_settings.REVIEW["NOTIFY_EMAILS"] == []
+
+
+def test_dotted_paths_are_imported_in_one_place_naming_the_setting() -> None:
+    assert (
+        setting_name("MCP", "PERMISSION_CLASSES", 0) == "TOOLNEXUS['MCP']['PERMISSION_CLASSES'][0]"
+    )
+    assert import_path("toolnexus_django.conf.merge", "X") is merge
+    assert import_path(merge, "X") is merge  # an object is used as it is
+    with pytest.raises(ImproperlyConfigured) as refused:
+        import_path("no.such.thing", setting_name("CONVERSATIONS"))
+    assert str(refused.value).startswith("TOOLNEXUS['CONVERSATIONS'] = 'no.such.thing' cannot be")
+    assert isinstance(refused.value.__cause__, ImportError)
+
+
+def test_imported_settings_import_each_entry_naming_it(settings: Any) -> None:
+    settings.TOOLNEXUS = {"PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"]}
+    assert toolnexus_settings.imported("PERMISSION_CLASSES") == [AllowAny]
+    settings.TOOLNEXUS = {"MCP": {"PERMISSION_CLASSES": [IsAuthenticated, "no.such.Class"]}}
+    with pytest.raises(ImproperlyConfigured, match=r"\['MCP'\]\['PERMISSION_CLASSES'\]\[1\]"):
+        toolnexus_settings.imported("MCP", "PERMISSION_CLASSES")
+    settings.TOOLNEXUS = {"EXTENDED_AGENT_CARD": None}
+    assert toolnexus_settings.imported("EXTENDED_AGENT_CARD") is None
+
+    class Card:
+        def __call__(self, request: Any, card: dict[str, Any]) -> dict[str, Any]:
+            return card
+
+    hook = Card()  # an object is the object, every time (never a copy of it)
+    settings.TOOLNEXUS = {"EXTENDED_AGENT_CARD": hook}
+    assert toolnexus_settings.imported("EXTENDED_AGENT_CARD") is hook
+    assert toolnexus_settings.imported("EXTENDED_AGENT_CARD") is hook

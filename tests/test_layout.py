@@ -43,13 +43,9 @@ LAYERS: list[set[str]] = [
         "worker",
         "httpprotocol",
         "management",
+        # The system checks, one module per part of the setting; they read
+        # the toolkit (agent), the stores, push's allowlist and MCP's config.
         "checks",
-        "security_checks",
-        "push_checks",
-        "review_checks",
-        "section_checks",
-        "serving_checks",
-        "mcp_checks",
         # The toolkit as an MCP server: its HTTP edge reuses the endpoint's.
         "mcp",
         "apps",

@@ -1,5 +1,6 @@
-"""System checks of TOOLNEXUS["MCP"] (toolnexus_django/mcp_checks.py), through
-Django's real check registry and ``manage.py check``."""
+"""System checks of TOOLNEXUS["MCP"] (toolnexus_django/checks/mcp.py), through
+Django's real check registry and ``manage.py check``. (Before each problem had
+its own id, E020 named E700-E712 and E001/E007 named E701, E706 and E708.)"""
 
 from __future__ import annotations
 
@@ -56,29 +57,29 @@ def test_a_tool_the_toolkit_does_not_have_is_E021(mcp_ids: Any, settings: Any) -
 
 
 @pytest.mark.parametrize(
-    "mcp",
+    ("mcp", "expected"),
     [
-        "__all__",
-        {"tools": "all"},
-        {"tools": [1, 2]},
-        {"tools": "__all__", "name": 3},
-        {"tools": "__all__", "AUTHENTICATION_CLASSES": "rest_framework.authentication.X"},
-        {"tools": "__all__", "MAX_REQUEST_BYTES": 0},
-        {"tools": "__all__", "MAX_CONCURRENT_CALLS": True},
-        {"tools": "__all__", "CALL_TIMEOUT": -1},
-        {"tools": "__all__", "AUDIT": "yes"},
+        ("__all__", "E700"),
+        ({"tools": "all"}, "E702"),
+        ({"tools": [1, 2]}, "E702"),
+        ({"tools": "__all__", "name": 3}, "E703"),
+        ({"tools": "__all__", "AUTHENTICATION_CLASSES": "rest_framework.authentication.X"}, "E705"),
+        ({"tools": "__all__", "MAX_REQUEST_BYTES": 0}, "E709"),
+        ({"tools": "__all__", "MAX_CONCURRENT_CALLS": True}, "E710"),
+        ({"tools": "__all__", "CALL_TIMEOUT": -1}, "E711"),
+        ({"tools": "__all__", "AUDIT": "yes"}, "E712"),
     ],
 )
-def test_a_bad_value_is_E020(mcp_ids: Any, mcp: Any) -> None:
-    assert mcp_ids(mcp) == {"E020"}
+def test_a_bad_value_is_E020(mcp_ids: Any, mcp: Any, expected: str) -> None:
+    assert mcp_ids(mcp) == {expected}
 
 
 def test_a_drf_class_that_does_not_import_is_E007(mcp_ids: Any) -> None:
-    assert mcp_ids({"tools": "__all__", "PERMISSION_CLASSES": ["no.such.Permission"]}) == {"E007"}
+    assert mcp_ids({"tools": "__all__", "PERMISSION_CLASSES": ["no.such.Permission"]}) == {"E708"}
 
 
 def test_an_unknown_key_is_E001(mcp_ids: Any) -> None:
-    assert mcp_ids({"tools": "__all__", "TIMEOUT": 3}) == {"E001"}
+    assert mcp_ids({"tools": "__all__", "TIMEOUT": 3}) == {"E701"}
 
 
 def test_a_toolkit_that_does_not_build_is_W020(mcp_ids: Any) -> None:

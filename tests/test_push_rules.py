@@ -11,10 +11,10 @@ import pytest
 from toolnexus_django.a2a.dialects import Dialect
 from toolnexus_django.a2a.jsonrpc import RpcError
 from toolnexus_django.a2a.pushconfig import StoredPushConfig, parse_create, parse_ref, render
+from toolnexus_django.checks import check_push
 from toolnexus_django.push import secrets
 from toolnexus_django.push.delivery import retry_delay
 from toolnexus_django.push.ssrf import RefusedURL, check_url
-from toolnexus_django.push_checks import check_push
 
 
 def resolving(*addresses: str) -> Any:
@@ -186,11 +186,11 @@ def test_push_settings_are_checked(settings: Any) -> None:
         return {m.id for m in check_push()}  # type: ignore[misc]
 
     assert ids(ALLOWED_HOSTS=["127.0.0.1"]) == set()
-    assert ids(ALOWED_HOSTS=[]) == {"toolnexus_django.E001"}
-    assert ids(ALLOWED_HOSTS="127.0.0.1") == {"toolnexus_django.E006"}
+    assert ids(ALOWED_HOSTS=[]) == {"toolnexus_django.E601"}
+    assert ids(ALLOWED_HOSTS="127.0.0.1") == {"toolnexus_django.E602"}
     assert ids(ALLOWED_HOSTS=["*", ".svc.local", "[::1]", "0x7f.1", "hooks"]) == set()
-    assert ids(ALLOWED_HOSTS=["hooks internal"]) == {"toolnexus_django.E006"}  # no host
+    assert ids(ALLOWED_HOSTS=["hooks internal"]) == {"toolnexus_django.E603"}  # no host
     assert ids(ALLOWED_HOSTS=["169.254.169.254"]) == {"toolnexus_django.W030"}  # stays refused
     assert ids(ALLOWED_HOSTS=["metadata.google.internal"]) == {"toolnexus_django.W030"}
-    assert ids(TIMEOUT=0) == {"toolnexus_django.E009"}
-    assert ids(MAX_ATTEMPTS=0) == {"toolnexus_django.E009"}
+    assert ids(TIMEOUT=0) == {"toolnexus_django.E604"}
+    assert ids(MAX_ATTEMPTS=0) == {"toolnexus_django.E607"}

@@ -415,8 +415,11 @@ def test_awaiting_human_signal_and_email(
 
     configure(
         fake_llm,
-        REVIEW_NOTIFY_EMAILS=["ops@example.com"],
-        REVIEW_BASE_URL="https://agents.example.com",
+        REVIEW={
+            **settings.TOOLNEXUS["REVIEW"],
+            "NOTIFY_EMAILS": ["ops@example.com"],
+            "BASE_URL": "https://agents.example.com",
+        },
     )
     fake_llm.push(EXPENSE)
     seen: list[dict[str, Any]] = []

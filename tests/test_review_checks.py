@@ -1,6 +1,7 @@
-"""System checks of ``TOOLNEXUS["REVIEW"]``: unknown keys (E001), values of
-the wrong kind or out of range (E011), an escalation without a reminder
-(E012), self-approval allowed (W011)."""
+"""System checks of ``TOOLNEXUS["REVIEW"]``: unknown keys (E501; E001 before
+each problem had its id), values of the wrong kind or out of range (E500,
+E502-E510; E011 before), an escalation without a reminder (E012),
+self-approval allowed (W011)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ from django.core import checks
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
-from toolnexus_django.review_checks import check_review
+from toolnexus_django.checks import check_review
 
-E001, E011, E012, W011 = (f"toolnexus_django.{n}" for n in ("E001", "E011", "E012", "W011"))
+E012, W011 = (f"toolnexus_django.{n}" for n in ("E012", "W011"))
+
+
+def _id(n: str) -> str:
+    return f"toolnexus_django.{n}"
 
 
 @pytest.fixture
@@ -48,25 +53,25 @@ def test_good_review_settings_pass(ids: Any) -> None:
 @pytest.mark.parametrize(
     ("review", "expected"),
     [
-        ("not a dict", {E011}),
-        ({"REMIND_BEFOR": 600}, {E001}),
-        ({"CLAIM_SECONDS": 0}, {E011}),
-        ({"CLAIM_SECONDS": "900"}, {E011}),
-        ({"CLAIM_SECONDS": True}, {E011}),
-        ({"APPROVALS": ["wire_money"]}, {E011}),
-        ({"APPROVALS": {"wire_money": 0}}, {E011}),
-        ({"APPROVALS": {"wire_money": "2"}}, {E011}),
-        ({"EDIT_ARGUMENTS": "yes"}, {E011}),
-        ({"REMIND_BEFORE": 0}, {E011}),
-        ({"REMIND_BEFORE": -60}, {E011}),
-        ({"REMIND_BEFORE": "1h"}, {E011}),
-        ({"REMIND_BEFORE": 600, "ESCALATE_AFTER": 0}, {E011}),
-        ({"REMIND_EMAILS": "team@example.com"}, {E011}),
-        ({"REMIND_EMAILS": ["team"]}, {E011}),
-        ({"ESCALATE_EMAILS": None}, {E011}),
-        ({"ESCALATE_EMAILS": [1]}, {E011}),
+        ("not a dict", {_id("E500")}),
+        ({"REMIND_BEFOR": 600}, {_id("E501")}),
+        ({"CLAIM_SECONDS": 0}, {_id("E502")}),
+        ({"CLAIM_SECONDS": "900"}, {_id("E502")}),
+        ({"CLAIM_SECONDS": True}, {_id("E502")}),
+        ({"APPROVALS": ["wire_money"]}, {_id("E503")}),
+        ({"APPROVALS": {"wire_money": 0}}, {_id("E503")}),
+        ({"APPROVALS": {"wire_money": "2"}}, {_id("E503")}),
+        ({"EDIT_ARGUMENTS": "yes"}, {_id("E504")}),
+        ({"REMIND_BEFORE": 0}, {_id("E506")}),
+        ({"REMIND_BEFORE": -60}, {_id("E506")}),
+        ({"REMIND_BEFORE": "1h"}, {_id("E506")}),
+        ({"REMIND_BEFORE": 600, "ESCALATE_AFTER": 0}, {_id("E507")}),
+        ({"REMIND_EMAILS": "team@example.com"}, {_id("E508")}),
+        ({"REMIND_EMAILS": ["team"]}, {_id("E508")}),
+        ({"ESCALATE_EMAILS": None}, {_id("E509")}),
+        ({"ESCALATE_EMAILS": [1]}, {_id("E509")}),
         ({"ESCALATE_AFTER": 300}, {E012}),
-        ({"ALLOW_SELF_APPROVAL": "yes"}, {E011}),
+        ({"ALLOW_SELF_APPROVAL": "yes"}, {_id("E505")}),
         ({"ALLOW_SELF_APPROVAL": True}, {W011}),
     ],
 )

@@ -46,9 +46,12 @@ def review(settings: Any) -> Callable[..., None]:
         settings.TOOLNEXUS = {
             **settings.TOOLNEXUS,
             "STORE": "django",
-            "REVIEW_NOTIFY_EMAILS": ["first@example.com"],
-            "REVIEW_BASE_URL": "https://ops.example.com",
-            "REVIEW": {**REVIEW, **changes},
+            "REVIEW": {
+                "NOTIFY_EMAILS": ["first@example.com"],
+                "BASE_URL": "https://ops.example.com",
+                **REVIEW,
+                **changes,
+            },
         }
 
     apply()
@@ -242,8 +245,7 @@ def test_no_reminder_for_a_task_answered_meanwhile(review: Any, sent: Any) -> No
 
 @pytest.mark.django_db
 def test_the_signals_are_sent_without_any_address(review: Any, sent: Any, settings: Any) -> None:
-    review(REMIND_EMAILS=None, ESCALATE_EMAILS=[])
-    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "REVIEW_NOTIFY_EMAILS": []}
+    review(REMIND_EMAILS=None, ESCALATE_EMAILS=[], NOTIFY_EMAILS=[])
     task, deadline = waiting()
     remind_due(now=in_window(deadline))
     remind_due(now=in_window(deadline) + timedelta(seconds=AFTER))
@@ -258,6 +260,32 @@ def test_remind_emails_none_means_the_review_notify_list(review: Any) -> None:
     _, deadline = waiting()
     remind_due(now=in_window(deadline))
     assert [m.to for m in mail.outbox] == [["first@example.com"]]
+
+
+@pytest.mark.django_db
+def test_the_old_top_level_keys_are_still_read(settings: Any) -> None:
+    """REVIEW_NOTIFY_EMAILS and REVIEW_BASE_URL moved into REVIEW (NOTIFY_EMAILS,
+    BASE_URL): written the old way they still work (check W101 warns); where
+    both are written, REVIEW's own key wins."""
+    old = {"REVIEW_NOTIFY_EMAILS": ["old@example.com"], "REVIEW_BASE_URL": "https://old.example"}
+    review = {**REVIEW, "REMIND_EMAILS": None}
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, **old, "STORE": "django", "REVIEW": review}
+    task, deadline = waiting()
+    remind_due(now=in_window(deadline))
+    [reminder] = mail.outbox
+    assert reminder.to == ["old@example.com"]
+    assert f"https://old.example/admin/toolnexus_django/awaitinghumantask/{task['id']}/" in (
+        reminder.body
+    )
+
+    mail.outbox.clear()
+    review = {**review, "NOTIFY_EMAILS": ["new@example.com"], "BASE_URL": "https://new.example"}
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "REVIEW": review}
+    task, deadline = waiting()
+    remind_due(now=in_window(deadline))
+    [reminder] = mail.outbox
+    assert reminder.to == ["new@example.com"]
+    assert "https://new.example/admin/" in reminder.body
 
 
 @pytest.mark.django_db

@@ -8,8 +8,9 @@ class ToolnexusDjangoConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Register the system checks. Nothing else happens here: the runtime
-        # starts on the first run, never because the app was imported.
+        # Register the system checks (the package registers them on import).
+        # Nothing else happens here: the runtime starts on the first run,
+        # never because the app was imported.
         from . import checks  # noqa: F401
         from .review.notifications import email_reviewers
         from .signals import awaiting_human
@@ -18,7 +19,6 @@ class ToolnexusDjangoConfig(AppConfig):
 
         # Push notifications: each move schedules its Task's webhooks; each
         # sweep schedules what is due (retries, what a dead process left).
-        from . import push_checks  # noqa: F401
         from .fulfilment.sweep import EXTRA_SWEEPS
         from .push.delivery import on_task_event, sweep
         from .signals import task_event
@@ -29,12 +29,7 @@ class ToolnexusDjangoConfig(AppConfig):
 
         # Review: reminders and escalations of Requests nearing expiry, by
         # each sweep (no work while REVIEW["REMIND_BEFORE"] is None).
-        from . import review_checks  # noqa: F401
         from .review.reminders import remind_due
 
         if remind_due not in EXTRA_SWEEPS:
             EXTRA_SWEEPS.append(remind_due)
-
-        # The settings' checks of the toolkit as an MCP server, and of the
-        # serving edge (toolnexus_serve's HTTP protocol: MAX_HEADER_BYTES).
-        from . import mcp_checks, serving_checks  # noqa: F401

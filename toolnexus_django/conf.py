@@ -5,8 +5,12 @@ on first use and caches the merged result; Django's ``setting_changed`` signal
 (sent by ``override_settings`` and pytest-django's ``settings`` fixture) drops
 the cache so tests see their overrides.
 
-Validation lives in :mod:`toolnexus_django.checks` (system checks with stable
-ids), so a bad value is reported at start-up rather than at request time.
+Every read goes through here: the dict sections (``toolnexus_settings.PUSH``,
+``.REVIEW``, ``.MCP``) and the dotted paths, imported by :func:`import_path`
+(one place, DRF's ``IMPORT_STRINGS`` way) with an ``ImproperlyConfigured`` that
+names the setting. Validation lives in :mod:`toolnexus_django.checks` (system
+checks, one id per problem), so a bad value is reported at start-up rather
+than at request time.
 """
 
 from __future__ import annotations
@@ -17,18 +21,28 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
+from django.utils.module_loading import import_string
 
 SETTING_NAME = "TOOLNEXUS"
 
-#: Every recognised key and its default. Keys not listed here are reported by
-#: check ``toolnexus_django.E001``.
 #: Keys that once meant something and no longer do -> what to use instead
 #: (the system checks warn, toolnexus_django.W003; they are otherwise ignored).
 RETIRED: dict[str, str] = {
     "WORKER_THREADS": "runs hold no thread any more; MAX_RUNS bounds the runs in flight",
 }
+
+#: Keys that moved into a section -> (section, key). Still honoured for now
+#: (the system checks warn, toolnexus_django.W101); the section's own key wins.
+MOVED: dict[str, tuple[str, str]] = {
+    "REVIEW_NOTIFY_EMAILS": ("REVIEW", "NOTIFY_EMAILS"),
+    "REVIEW_BASE_URL": ("REVIEW", "BASE_URL"),
+}
+
+#: Every recognised key and its default. Keys not listed here (nor in RETIRED
+#: or MOVED) are reported by check ``toolnexus_django.E101``.
 
 DEFAULTS: dict[str, Any] = {
     # Where Tasks live: "memory" | "file:<dir>" | "django" | "django:<db alias>"
@@ -76,19 +90,18 @@ DEFAULTS: dict[str, Any] = {
     # Upper bound, in seconds, on one run inside a worker (None = no bound
     # beyond the client's own timeout_ms).
     "RUN_TIMEOUT": None,
-    # Human review: who is e-mailed when a Task starts waiting on a person
-    # (Django's mail framework; empty = no mail), and the absolute base URL
-    # the link to its review page starts with (e.g. "https://ops.example.com").
-    "REVIEW_NOTIFY_EMAILS": [],
-    "REVIEW_BASE_URL": None,
-    # Review at team scale (the admin's queue):
+    # Human review:
+    #   NOTIFY_EMAILS: who is e-mailed when a Task starts waiting on a person
+    #     (Django's mail framework; empty = no mail).
+    #   BASE_URL: the absolute base URL the link to its review page starts
+    #     with (e.g. "https://ops.example.com"; None = a site-relative link).
     #   CLAIM_SECONDS: a reviewer's claim on a Task lapses after this long.
     #   APPROVALS: {tool name: approvals needed}; 2 = four eyes (two different
     #     reviewers approve before the run resumes). Tools not named need one.
     #   EDIT_ARGUMENTS: reviewers may change a halted tool call's arguments
     #     (validated against the tool's input schema) when they approve it.
     #   REMIND_BEFORE: seconds before a Request expires that a reminder goes
-    #     to REMIND_EMAILS (None = REVIEW_NOTIFY_EMAILS); None = no reminder.
+    #     to REMIND_EMAILS (None = NOTIFY_EMAILS); None = no reminder.
     #   ESCALATE_AFTER: seconds after the reminder that an escalation goes to
     #     ESCALATE_EMAILS; None = no escalation. Both also send a signal
     #     (review_reminder, review_escalation), once, however many processes sweep.
@@ -98,6 +111,8 @@ DEFAULTS: dict[str, Any] = {
     #     that only a reviewer may answer (an approval they asked for). Off:
     #     segregation of duties; on, manage.py check warns (W011).
     "REVIEW": {
+        "NOTIFY_EMAILS": [],
+        "BASE_URL": None,
         "CLAIM_SECONDS": 900.0,
         "APPROVALS": {},
         "EDIT_ARGUMENTS": True,
@@ -244,6 +259,28 @@ DEFAULTS: dict[str, Any] = {
 
 #: Nested dict settings whose missing keys fall back to the defaults above.
 _NESTED = ("AGENT", "TOOLKIT", "CLIENT", "ANSWERERS", "PUSH", "REVIEW", "MCP")
+#: Sections that are only ever dicts of options: one that is not reads as its
+#: defaults (the checks report it), so ``toolnexus_settings.PUSH[key]`` holds.
+SECTIONS = ("PUSH", "REVIEW", "MCP")
+
+
+def setting_name(*path: str | int) -> str:
+    """How messages name a setting: ``setting_name("PUSH", "TIMEOUT")`` is
+    ``TOOLNEXUS['PUSH']['TIMEOUT']``."""
+    return SETTING_NAME + "".join(f"[{part!r}]" for part in path)
+
+
+def import_path(value: Any, setting: str) -> Any:
+    """``value`` imported when it is a dotted path, else ``value`` itself: the
+    one place settings' dotted paths are imported. One that does not import
+    is an ``ImproperlyConfigured`` naming ``setting`` (see :func:`setting_name`),
+    the ``ImportError`` its cause."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return import_string(value)
+    except ImportError as e:
+        raise ImproperlyConfigured(f"{setting} = {value!r} cannot be imported: {e}") from e
 
 
 class ToolnexusSettings:
@@ -251,6 +288,7 @@ class ToolnexusSettings:
 
     def __init__(self) -> None:
         self._cache: dict[str, Any] | None = None
+        self._imports: dict[tuple[str, ...], Any] = {}
         self._lock = threading.Lock()
         self._reload_hooks: list[Callable[[], None]] = []
 
@@ -276,6 +314,23 @@ class ToolnexusSettings:
     def as_dict(self) -> dict[str, Any]:
         return dict(self._merged())
 
+    def imported(self, *path: str) -> Any:
+        """The setting at ``path`` (``"MCP", "PERMISSION_CLASSES"``) with its
+        dotted paths imported, a list's entries one by one (DRF's
+        ``IMPORT_STRINGS``): imported once, again after the setting changes."""
+        imports = self._imports  # reload() replaces it: read one
+        if path not in imports:
+            value = self._merged()
+            for key in path:
+                value = value[key]
+            if isinstance(value, (list, tuple)):
+                value = [import_path(v, setting_name(*path, i)) for i, v in enumerate(value)]
+            else:
+                value = import_path(value, setting_name(*path))
+            imports[path] = value
+        found = imports[path]
+        return list(found) if isinstance(found, list) else found  # a caller's list to change
+
     def on_reload(self, hook: Callable[[], None]) -> None:
         """Run ``hook`` whenever the setting changes (per-process caches use this)."""
         self._reload_hooks.append(hook)
@@ -283,6 +338,7 @@ class ToolnexusSettings:
     def reload(self) -> None:
         with self._lock:
             self._cache = None
+            self._imports = {}
         for hook in list(self._reload_hooks):
             hook()
 
@@ -314,19 +370,23 @@ def known_keys(section: str) -> tuple[str, ...]:
 
 
 def merge(user: dict[str, Any]) -> dict[str, Any]:
-    """Overlay the user's dict on the defaults (one level deep for dict sections)."""
+    """Overlay the user's dict on the defaults (one level deep for dict
+    sections), the keys that moved (:data:`MOVED`) read into their section."""
     merged: dict[str, Any] = {}
     for key, default in DEFAULTS.items():
         # Deep copies: a caller mutating what it read (say TOOLKIT["tools"])
         # must not change the defaults for the rest of the process.
-        if key not in user:
-            merged[key] = copy.deepcopy(default)
-            continue
-        value = user[key]
+        value = user.get(key)
         if key in _NESTED and isinstance(value, dict):
             merged[key] = {**copy.deepcopy(default), **value}
+        elif key not in user or key in SECTIONS:
+            merged[key] = copy.deepcopy(default)
         else:
             merged[key] = value
+    for old, (section, key) in MOVED.items():
+        own = user.get(section)
+        if old in user and not (isinstance(own, dict) and key in own):
+            merged[section][key] = user[old]
     return merged
 
 

@@ -40,13 +40,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 from django.urls import NoReverseMatch, reverse
-from django.utils.module_loading import import_string
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
-from .conf import toolnexus_settings
+from .conf import import_path, setting_name, toolnexus_settings
 from .httpprotocol import DEFAULT_MAX_HEADER_BYTES
 from .worker import DEFAULT_GRACE, AgentWorker
 
@@ -146,9 +146,9 @@ def describe_model(setting: Any = None) -> str:
     if isinstance(cfg, str):
         name = cfg
         try:
-            factory = import_string(cfg)
-        except ImportError as e:
-            return f"{name} (cannot be imported: {e})"
+            factory = import_path(cfg, setting_name("CLIENT"))
+        except ImproperlyConfigured as e:
+            return f"{name} (cannot be imported: {e.__cause__})"
     else:
         factory = cfg
         name = f"{getattr(cfg, '__module__', '?')}.{getattr(cfg, '__qualname__', repr(cfg))}"

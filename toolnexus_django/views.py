@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from typing import Any
 
@@ -11,7 +10,6 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse
 from django.http.response import HttpResponseBase
 from django.urls import reverse
-from django.utils.module_loading import import_string
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
@@ -48,18 +46,6 @@ logger = logging.getLogger("toolnexus_django.views")
 def json_response(payload: Any, status: int = 200) -> HttpResponse:
     # Strict JSON whatever the payload holds (see strictjson).
     return HttpResponse(dumps(payload), status=status, content_type="application/json")
-
-
-def _classes(value: Any, default: Any) -> list[Any]:
-    if value is None:
-        return list(default)
-    return list(_imported(tuple(value)))
-
-
-@functools.lru_cache(maxsize=32)
-def _imported(paths: tuple[Any, ...]) -> tuple[Any, ...]:
-    # Resolved once per distinct setting, not on every request.
-    return tuple(import_string(c) if isinstance(c, str) else c for c in paths)
 
 
 class EndpointActions:
@@ -126,14 +112,14 @@ def _speaks_v1(request: Request) -> bool:
 
 def rpc_authentication_classes() -> list[Any]:
     """The endpoint's DRF authentication classes (the card declares them)."""
-    return _classes(
-        toolnexus_settings.AUTHENTICATION_CLASSES, api_settings.DEFAULT_AUTHENTICATION_CLASSES
-    )
+    classes = toolnexus_settings.imported("AUTHENTICATION_CLASSES")
+    return list(api_settings.DEFAULT_AUTHENTICATION_CLASSES) if classes is None else classes
 
 
 def rpc_permission_classes() -> list[Any]:
     """The endpoint's DRF permission classes."""
-    return _classes(toolnexus_settings.PERMISSION_CLASSES, api_settings.DEFAULT_PERMISSION_CLASSES)
+    classes = toolnexus_settings.imported("PERMISSION_CLASSES")
+    return list(api_settings.DEFAULT_PERMISSION_CLASSES) if classes is None else classes
 
 
 def _endpoint_url(request: Any, namespace: str | None = None) -> str:

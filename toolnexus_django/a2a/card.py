@@ -284,13 +284,11 @@ def extended_card_builder(
 ) -> Callable[[], dict[str, Any]] | None:
     """What builds the extended card for ``request``'s caller, or None when
     they get none (not authenticated, none configured)."""
-    from django.utils.module_loading import import_string
-
     hook = toolnexus_settings.EXTENDED_AGENT_CARD
     user = getattr(request, "user", None)
     if hook is None or user is None or not user.is_authenticated:
         return None
-    make = import_string(hook) if isinstance(hook, str) else hook
+    make = toolnexus_settings.imported("EXTENDED_AGENT_CARD")
 
     def build() -> dict[str, Any]:
         card = make(request, build_card(endpoint_url, auth_classes))

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.translation import gettext
 
 from .. import lifecycle
-from ..lifecycle.reviewing import review_setting
+from ..conf import toolnexus_settings
 from ..models import AwaitingHumanTask
 from ..review.claims import claim_task, holder, release_task, reviewer_name
 from ..stores.base import Task
@@ -107,7 +107,7 @@ def next_task_id(request: HttpRequest, after: str | None = None) -> str | None:
     ``REVIEW["ALLOW_SELF_APPROVAL"]``, not one the reviewer sent: one query."""
     rows = with_claims(AwaitingHumanTask.objects.order_by("-updated_at"))
     rows = rows.exclude(live_claim() & ~Q(_claim_by=reviewer_name(request.user)))
-    if not review_setting("ALLOW_SELF_APPROVAL"):
+    if not toolnexus_settings.REVIEW["ALLOW_SELF_APPROVAL"]:
         rows = rows.exclude(owner_id=request.user.pk)
     if after:
         rows = rows.exclude(pk=after)

@@ -34,10 +34,9 @@ import toolnexus
 from asgiref.sync import sync_to_async
 from django.db import connections
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from ..bounds import bound_transcript
-from ..conf import toolnexus_settings
+from ..conf import import_path, setting_name, toolnexus_settings
 from ..registry import PerProcess
 from ..stores import DjangoTaskStore, get_task_store
 
@@ -174,6 +173,5 @@ def _resolve(value: Any) -> Any:
         return DjangoConversationStore()
     if value == "memory":
         return toolnexus.InMemoryConversationStore()
-    if isinstance(value, str):
-        value = import_string(value)
+    value = import_path(value, setting_name("CONVERSATIONS"))
     return value() if isinstance(value, type) else value

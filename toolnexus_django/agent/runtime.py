@@ -26,9 +26,8 @@ from typing import Any, TypeVar
 
 import toolnexus
 from django.core.exceptions import ImproperlyConfigured
-from django.utils.module_loading import import_string
 
-from ..conf import TOOLKIT_KEYS, toolnexus_settings
+from ..conf import TOOLKIT_KEYS, import_path, setting_name, toolnexus_settings
 from ..registry import PerProcess
 from ..threads import DaemonThreadPool, RunBudget, current_budget, within_budget
 from ..tools import budgeted
@@ -68,29 +67,21 @@ def skills_dirs(toolkit_setting: Any = None) -> list[str]:
     return [os.fspath(v) for v in value]
 
 
-def _load(path_or_obj: Any, what: str) -> Any:
-    if isinstance(path_or_obj, str):
-        try:
-            return import_string(path_or_obj)
-        except ImportError as e:
-            raise ImproperlyConfigured(
-                f"TOOLNEXUS[{what!r}]: cannot import {path_or_obj!r}: {e}"
-            ) from e
-    return path_or_obj
-
-
 async def build_toolkit(setting: Any = None) -> toolnexus.Toolkit:
     """Build the toolkit from ``TOOLNEXUS["TOOLKIT"]`` (a dict of options or a
     factory / dotted path to one)."""
     cfg = toolnexus_settings.TOOLKIT if setting is None else setting
     if not isinstance(cfg, dict):
-        factory = _load(cfg, "TOOLKIT")
+        factory = import_path(cfg, setting_name("TOOLKIT"))
         made = factory()
         if inspect.isawaitable(made):
             made = await made
         return made
     # Plain native tools get the connection budget that toolnexus_django.tool has.
-    tools = [budgeted(_load(t, "TOOLKIT")) for t in cfg.get("tools") or ()]
+    tools = [
+        budgeted(import_path(t, setting_name("TOOLKIT", "tools", i)))
+        for i, t in enumerate(cfg.get("tools") or ())
+    ]
     extra = {k: v for k, v in cfg.items() if k not in TOOLKIT_KEYS}
     dirs = skills_dirs(cfg)
     return await toolnexus.create_toolkit(
@@ -107,7 +98,7 @@ def build_client(setting: Any = None) -> toolnexus.Client:
     ``create_client`` options or a factory / dotted path to one)."""
     cfg = toolnexus_settings.CLIENT if setting is None else setting
     if not isinstance(cfg, dict):
-        return _load(cfg, "CLIENT")()
+        return import_path(cfg, setting_name("CLIENT"))()
     options = {k: v for k, v in cfg.items() if v is not None}
     if not options.get("base_url") or not options.get("model"):
         raise ImproperlyConfigured(

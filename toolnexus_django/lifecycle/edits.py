@@ -18,10 +18,10 @@ from typing import Any
 from toolnexus import Answer
 
 from ..agent.transcript import TranscriptError, find_halt, with_arguments
+from ..conf import toolnexus_settings
 from ..schemas import violations_of
 from .private import Private
 from .requests import REVIEWER, AnswerRefused, invalid
-from .reviewing import review_setting
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def can_edit(private: Private) -> bool:
     pending = private.pending or {}
     halt = private.halt or {}
     return (
-        bool(review_setting("EDIT_ARGUMENTS"))
+        bool(toolnexus_settings.REVIEW["EDIT_ARGUMENTS"])
         and pending.get("kind") == "approval"
         and isinstance(halt.get("schema"), dict)
     )

@@ -24,12 +24,8 @@ from .private import read
 from .requests import AnswerRefused
 
 
-def review_setting(key: str) -> Any:
-    return toolnexus_settings.REVIEW[key]
-
-
 def claim_seconds() -> float:
-    return float(review_setting("CLAIM_SECONDS") or 0)
+    return float(toolnexus_settings.REVIEW["CLAIM_SECONDS"] or 0)
 
 
 def claim_of(task: Task | None, now: datetime | None = None) -> dict[str, Any] | None:
@@ -55,7 +51,7 @@ def approvals_of(task: Task | None) -> list[dict[str, Any]]:
 
 def approvals_needed(tool: str | None) -> int:
     """How many different reviewers must approve a Request of ``tool``."""
-    wanted = (review_setting("APPROVALS") or {}).get(tool or "")
+    wanted = (toolnexus_settings.REVIEW["APPROVALS"] or {}).get(tool or "")
     try:
         return max(1, int(wanted or 1))
     except (TypeError, ValueError):

@@ -11,6 +11,6 @@ recorded (:mod:`.audit`); calls in flight per process are bounded
 ASGI endpoint and the DRF view — is :mod:`.http`; settings, :mod:`.config`.
 """
 
-from .config import enabled, mcp_settings
+from .config import enabled
 
-__all__ = ["enabled", "mcp_settings"]
+__all__ = ["enabled"]

@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from ..conf import toolnexus_settings
 from ..dbthreads import run_sync
 from ..signals import mcp_called
-from .config import mcp_settings
 
 logger = logging.getLogger("toolnexus_django.mcp")
 
@@ -66,7 +66,7 @@ def store(calls: list[CallRecord]) -> None:
     from ..models import McpCall
 
     rows: list[McpCall | None] = [None] * len(calls)
-    if mcp_settings().get("AUDIT", True):
+    if toolnexus_settings.MCP.get("AUDIT", True):
         try:
             made = McpCall.objects.bulk_create(McpCall(**asdict(c)) for c in calls)
             rows = list(made)

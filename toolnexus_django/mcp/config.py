@@ -15,20 +15,14 @@ ALL = "__all__"
 FALLBACK_CHALLENGE = 'Bearer realm="mcp"'
 
 
-def mcp_settings() -> dict[str, Any]:
-    """``TOOLNEXUS["MCP"]`` merged over its defaults."""
-    value = toolnexus_settings.MCP
-    return value if isinstance(value, dict) else {"tools": None}
-
-
 def enabled() -> bool:
     """Whether the endpoint exists (``MCP["tools"]`` is set)."""
-    return mcp_settings().get("tools") is not None
+    return toolnexus_settings.MCP.get("tools") is not None
 
 
 def wanted_names() -> list[str] | None:
     """The tool names to expose, or None for every tool of the toolkit."""
-    tools = mcp_settings().get("tools")
+    tools = toolnexus_settings.MCP.get("tools")
     if tools is None or tools == ALL:
         return None
     return [str(name) for name in tools]
@@ -36,7 +30,7 @@ def wanted_names() -> list[str] | None:
 
 def serve_config() -> dict[str, Any]:
     """toolnexus's MCP serve profile (``MCPServeConfig``): name, version, tools."""
-    cfg = mcp_settings()
+    cfg = toolnexus_settings.MCP
     agent = toolnexus_settings.AGENT if isinstance(toolnexus_settings.AGENT, dict) else {}
     return {
         "name": cfg.get("name") or agent.get("name") or "toolnexus-agent",
@@ -47,18 +41,18 @@ def serve_config() -> dict[str, Any]:
 
 def authentication_classes() -> list[Any]:
     """The endpoint's DRF authentication classes (None: the A2A endpoint's)."""
-    from ..views import _classes, rpc_authentication_classes
+    from ..views import rpc_authentication_classes
 
-    value = mcp_settings().get("AUTHENTICATION_CLASSES")
-    return rpc_authentication_classes() if value is None else _classes(value, ())
+    classes = toolnexus_settings.imported("MCP", "AUTHENTICATION_CLASSES")
+    return rpc_authentication_classes() if classes is None else classes
 
 
 def permission_classes() -> list[Any]:
     """The endpoint's DRF permission classes (None: the A2A endpoint's)."""
-    from ..views import _classes, rpc_permission_classes
+    from ..views import rpc_permission_classes
 
-    value = mcp_settings().get("PERMISSION_CLASSES")
-    return rpc_permission_classes() if value is None else _classes(value, ())
+    classes = toolnexus_settings.imported("MCP", "PERMISSION_CLASSES")
+    return rpc_permission_classes() if classes is None else classes
 
 
 def needs_drf() -> bool:
@@ -68,4 +62,4 @@ def needs_drf() -> bool:
 
 
 def number(key: str) -> float:
-    return float(mcp_settings()[key])
+    return float(toolnexus_settings.MCP[key])

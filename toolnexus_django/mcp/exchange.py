@@ -17,9 +17,10 @@ from typing import Any
 from toolnexus import build_mcp_server, exposed_mcp_tools
 from toolnexus.mcp_serve import serve_mcp_http_request
 
+from ..conf import toolnexus_settings
 from ..tools.context import new_run, running
 from .audit import Caller, CallRecord
-from .config import mcp_settings, serve_config
+from .config import serve_config
 from .guard import audit_calls, guarded
 
 #: Seconds, past CALL_TIMEOUT, one exchange may take in all before it is
@@ -55,14 +56,14 @@ def exposed(toolkit: Any) -> list[Any]:
 
 def deadline() -> float | None:
     """How long one exchange may take in all (None: for ever)."""
-    timeout = mcp_settings().get("CALL_TIMEOUT")
+    timeout = toolnexus_settings.MCP.get("CALL_TIMEOUT")
     return None if timeout is None else float(timeout) + EXCHANGE_GRACE
 
 
 async def serve_exchange(toolkit: Any, request: Exchange) -> Reply:
     """Answer ``request`` with a fresh toolnexus MCP server (call on the
     runtime's loop)."""
-    cfg = mcp_settings()
+    cfg = toolnexus_settings.MCP
     timeout = cfg.get("CALL_TIMEOUT")
     limit = cfg.get("MAX_CONCURRENT_CALLS")
     tools = [guarded(t, None if timeout is None else float(timeout)) for t in exposed(toolkit)]

@@ -20,14 +20,10 @@ from .locks import lock_configs, lock_task
 from .ssrf import RefusedURL, check_url
 
 
-def push_setting(key: str) -> Any:
-    return toolnexus_settings.PUSH[key]
-
-
 def check(url: str) -> Any:
     """The checked target of ``url`` (raises :class:`PushURLRefused`)."""
     try:
-        return check_url(url, push_setting("ALLOWED_HOSTS") or ())
+        return check_url(url, toolnexus_settings.PUSH["ALLOWED_HOSTS"] or ())
     except RefusedURL as refused:
         raise PushURLRefused(str(refused)) from None
 

@@ -42,7 +42,7 @@ from ..stores import DjangoTaskStore, TaskStore, get_task_store
 from ..threads import DaemonThreadPool
 from . import sender
 from .book import DELIVERED, DISABLED, GAVE_UP, REFUSED, RETRY, Attempt, Book, DatabaseBook, until
-from .configs import check, push_setting
+from .configs import check
 from .notify import notifications, send
 
 logger = logging.getLogger("toolnexus_django.push")
@@ -52,7 +52,7 @@ def lease_seconds() -> float:
     """How long a worker holds a config while it delivers (renewed per
     event): past one call's timeout, so a live delivery keeps it, and short,
     so a dead worker's config is soon someone else's."""
-    return 2 * float(push_setting("TIMEOUT")) + 5
+    return 2 * float(toolnexus_settings.PUSH["TIMEOUT"]) + 5
 
 
 #: The longest a ``Retry-After`` may put a retry off.
@@ -96,7 +96,7 @@ def _pool_for_this_process() -> DaemonThreadPool:
     global _pool
     with _pool_lock:
         if _pool is None or _pool.pid != os.getpid():
-            _pool = DaemonThreadPool(int(push_setting("THREADS")), name="toolnexus-push")
+            _pool = DaemonThreadPool(int(toolnexus_settings.PUSH["THREADS"]), name="toolnexus-push")
             _queued.clear()
         return _pool
 
@@ -216,8 +216,8 @@ def sweep() -> dict[str, Any]:
 def retry_delay(failures: int, retry_after: float | None = None) -> float:
     """Seconds before the next try: doubling from RETRY_DELAY up to
     MAX_RETRY_DELAY, with jitter (half to all of it); at least Retry-After."""
-    base = float(push_setting("RETRY_DELAY"))
-    cap = float(push_setting("MAX_RETRY_DELAY"))
+    base = float(toolnexus_settings.PUSH["RETRY_DELAY"])
+    cap = float(toolnexus_settings.PUSH["MAX_RETRY_DELAY"])
     delay = min(cap, base * 2 ** max(0, failures - 1)) * random.uniform(0.5, 1.0)
     if retry_after is not None:
         delay = max(delay, min(float(retry_after), MAX_RETRY_AFTER))
@@ -262,7 +262,7 @@ def _deliver_event(
 ) -> str:
     """POST the event's notifications; the delivered ones' attempts go to
     ``done`` (written with the cursor), failures are logged at once."""
-    timeout = float(push_setting("TIMEOUT"))
+    timeout = float(toolnexus_settings.PUSH["TIMEOUT"])
     for notification_id, body in notifications(row, task, event):
         attempt = row.failures + 1
 
@@ -296,7 +296,7 @@ def _deliver_event(
             )
             continue
         failures = row.failures + 1
-        if failures >= int(push_setting("MAX_ATTEMPTS")):
+        if failures >= int(toolnexus_settings.PUSH["MAX_ATTEMPTS"]):
             _log(
                 book,
                 key,

@@ -78,7 +78,7 @@ def _allowed(host: str, literal: IPAddress | None, allowed_hosts: Iterable[str])
         try:
             suffix, name, address = allowlist_entry(raw)
         except RefusedURL:
-            continue  # not a host: admits nothing (push_checks reports it)
+            continue  # not a host: admits nothing (check E603 reports it)
         if suffix:
             if literal is None and (host == name or host.endswith("." + name)):
                 return True

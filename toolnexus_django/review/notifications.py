@@ -1,7 +1,7 @@
 """The optional built-in e-mail when a Task starts waiting on a person.
 
-Set ``TOOLNEXUS["REVIEW_NOTIFY_EMAILS"]`` (a list of addresses) and
-``TOOLNEXUS["REVIEW_BASE_URL"]`` (the site's absolute base URL, for the link);
+Set ``TOOLNEXUS["REVIEW"]["NOTIFY_EMAILS"]`` (a list of addresses) and
+``TOOLNEXUS["REVIEW"]["BASE_URL"]`` (the site's absolute base URL, for the link);
 mail goes through Django's mail framework (EMAIL_BACKEND, DEFAULT_FROM_EMAIL).
 For anything else — chat, a pager — connect a receiver to
 :data:`toolnexus_django.signals.awaiting_human` yourself.
@@ -22,7 +22,7 @@ logger = logging.getLogger("toolnexus_django.notifications")
 
 def review_url(task_id: str) -> str | None:
     """The absolute URL of the Task's review page, if it can be built."""
-    base = toolnexus_settings.REVIEW_BASE_URL
+    base = toolnexus_settings.REVIEW["BASE_URL"]
     try:
         path = reverse("admin:toolnexus_django_awaitinghumantask_review", args=[task_id])
     except NoReverseMatch:
@@ -33,7 +33,7 @@ def review_url(task_id: str) -> str | None:
 def email_reviewers(
     sender: Any, *, task_id: str, task: dict[str, Any], request: Any, **kwargs: Any
 ) -> None:
-    recipients = list(toolnexus_settings.REVIEW_NOTIFY_EMAILS or ())
+    recipients = list(toolnexus_settings.REVIEW["NOTIFY_EMAILS"] or ())
     if not recipients:
         return
     request = request or {}

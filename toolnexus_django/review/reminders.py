@@ -1,7 +1,7 @@
 """Reminders and escalations of Requests nearing expiry.
 
 ``TOOLNEXUS["REVIEW"]["REMIND_BEFORE"]`` seconds before a waiting Request
-expires, the sweep e-mails ``REMIND_EMAILS`` (None: ``REVIEW_NOTIFY_EMAILS``)
+expires, the sweep e-mails ``REMIND_EMAILS`` (None: ``NOTIFY_EMAILS``)
 and sends :data:`~toolnexus_django.signals.review_reminder`; ``ESCALATE_AFTER``
 seconds after that reminder, if still unanswered, it e-mails
 ``ESCALATE_EMAILS`` and sends :data:`~toolnexus_django.signals.review_escalation`.
@@ -103,7 +103,7 @@ def _announce(task: Task, kind: str, deadline: datetime) -> None:
     review = toolnexus_settings.REVIEW
     if kind == "remind":
         emails = review.get("REMIND_EMAILS")
-        recipients = list(toolnexus_settings.REVIEW_NOTIFY_EMAILS if emails is None else emails)
+        recipients = list(review["NOTIFY_EMAILS"] if emails is None else emails)
     else:
         recipients = list(review.get("ESCALATE_EMAILS") or ())
     if not recipients:

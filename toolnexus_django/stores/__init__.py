@@ -15,9 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.utils.module_loading import import_string
 
-from ..conf import toolnexus_settings
+from ..conf import import_path, setting_name, toolnexus_settings
 from ..registry import PerProcess
 from .adapter import ToolnexusStoreAdapter, as_toolnexus_store
 from .base import PRIVATE_KEY, DuplicateMessage, Task, TaskStore
@@ -32,6 +31,7 @@ __all__ = [
     "FileTaskStore",
     "InMemoryTaskStore",
     "InvalidStoreError",
+    "StoreImportError",
     "Task",
     "TaskStore",
     "ToolnexusStoreAdapter",
@@ -48,6 +48,10 @@ ACCEPTED_FORMS = (
 
 class InvalidStoreError(ImproperlyConfigured, ValueError):
     """A STORE value none of the accepted forms matches."""
+
+
+class StoreImportError(InvalidStoreError):
+    """A STORE dotted path that does not import."""
 
 
 def resolve_store(store: Any = None) -> TaskStore:
@@ -77,10 +81,11 @@ def resolve_store(store: Any = None) -> TaskStore:
             return DjangoTaskStore(using=alias)
         if "." in store and ":" not in store and "/" not in store:
             try:
-                target = import_string(store)
-            except ImportError as e:
-                raise InvalidStoreError(
-                    f"STORE {store!r} could not be imported ({e}): expected {ACCEPTED_FORMS}"
+                target = import_path(store, setting_name("STORE"))
+            except ImproperlyConfigured as e:
+                raise StoreImportError(
+                    f"STORE {store!r} could not be imported ({e.__cause__}): "
+                    f"expected {ACCEPTED_FORMS}"
                 ) from e
             if isinstance(target, str):
                 raise InvalidStoreError(

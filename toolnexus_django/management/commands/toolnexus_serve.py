@@ -18,10 +18,9 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
-from django.utils.module_loading import import_string
 
 from ... import dbthreads
-from ...conf import toolnexus_settings
+from ...conf import import_path, toolnexus_settings
 from ...server import (
     DEFAULT_GRACE,
     ServeOptions,
@@ -64,10 +63,7 @@ def asgi_application(serve_static: bool = True) -> Any:
 
     path = getattr(settings, "ASGI_APPLICATION", None)
     if path:
-        try:
-            app = import_string(path)
-        except ImportError as e:
-            raise ImproperlyConfigured(f"ASGI_APPLICATION {path!r} cannot be imported: {e}") from e
+        app = import_path(path, "ASGI_APPLICATION")
     else:
         from ...asgi import get_asgi_application
 

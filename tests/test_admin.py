@@ -8,7 +8,8 @@ import pytest
 from django.urls import reverse
 
 from tests.utils import approval, task_in
-from toolnexus_django import lifecycle
+from toolnexus_django import review
+from toolnexus_django.lifecycle import Verdict
 from toolnexus_django.models import TaskRecord
 from toolnexus_django.stores import DjangoTaskStore
 
@@ -141,13 +142,15 @@ def test_the_timeline_shows_on_every_task_page(admin_client: Any) -> None:
 
     store = DjangoTaskStore()
     task = task_in("input-required", store=store, request=approval("r-1"))
-    lifecycle.answer(
+    review.answer(
         store,
         task,
-        Answer(id="r-1", ok=False, reason="declined"),
-        decision="decline",
-        actor="rita",
-        comment="not <this> one",
+        Verdict(
+            Answer(id="r-1", ok=False, reason="declined"),
+            decision="decline",
+            actor="rita",
+            comment="not <this> one",
+        ),
     )
     page = admin_client.get(reverse("admin:toolnexus_django_taskrecord_change", args=[task["id"]]))
     body = page.content.decode()

@@ -24,9 +24,9 @@ from toolnexus import Answer
 from tests.conftest import wait_until
 from tests.fakes import FakeLLM, Text
 from tests.utils import approval, halted_transcript, private_of, task_in
-from toolnexus_django import lifecycle
+from toolnexus_django import lifecycle, review
 from toolnexus_django.fulfilment.recovery import recover
-from toolnexus_django.lifecycle import states
+from toolnexus_django.lifecycle import Verdict, states
 from toolnexus_django.lifecycle.moves import Moved
 from toolnexus_django.stores import InMemoryTaskStore, TaskStore, get_task_store
 from toolnexus_django.stores.base import PRIVATE_KEY, Task, state_of
@@ -47,7 +47,7 @@ def answered_round(store: TaskStore, task: Task, n: int) -> Task:
         )
     )
     given = Answer(id=f"approve-{n}", ok=True)
-    return lifecycle.answer(store, waiting, given, decision="approve").task
+    return review.answer(store, waiting, Verdict(given, decision="approve")).task
 
 
 def two_rounds_then_resuming(store: TaskStore, task: Task, worker: str = "w:1") -> Task:

@@ -24,13 +24,16 @@ from django.utils import timezone
 from toolnexus import Answer, Request
 
 from tests.utils import approval, halted_transcript
-from toolnexus_django import lifecycle
+from toolnexus_django import lifecycle, review
 from toolnexus_django.conf import toolnexus_settings
-from toolnexus_django.lifecycle import states
+from toolnexus_django.lifecycle import Verdict, states
 from toolnexus_django.lifecycle.messages import text_part
 from toolnexus_django.lifecycle.moves import CANCELED_TEXT, Moved
-from toolnexus_django.lifecycle.requests import ANSWER_PERMISSION, REVIEWER_NOTE
-from toolnexus_django.lifecycle.reviewing import first_approval
+from toolnexus_django.lifecycle.requests import REVIEWER_NOTE
+from toolnexus_django.review.claims import claim_review, release_review
+from toolnexus_django.review.four_eyes import first_approval
+from toolnexus_django.review.reminders import mark_sent
+from toolnexus_django.review.reviewers import ANSWER_PERMISSION
 from toolnexus_django.stores import InMemoryTaskStore
 from toolnexus_django.stores.base import Task, state_of
 
@@ -77,7 +80,7 @@ def suspend(store: InMemoryTaskStore, task: Task, request: dict[str, Any] | None
 
 def approve(store: InMemoryTaskStore, task: Task) -> Task:
     given = Answer(id=pending_id(task), ok=True)
-    return lifecycle.answer(store, task, given, decision="approve").task
+    return review.answer(store, task, Verdict(given, decision="approve")).task
 
 
 def reject_directly(store: InMemoryTaskStore) -> Task:
@@ -161,8 +164,8 @@ VERBS: dict[str, Verb] = {
     ),
     "complete": lambda s, t: lifecycle.complete(s, t, "the result"),
     "fail": lambda s, t: lifecycle.fail(s, t, "it broke"),
-    "answer": lambda s, t: lifecycle.answer(
-        s, t, Answer(id=pending_id(t), ok=True), decision="approve"
+    "answer": lambda s, t: review.answer(
+        s, t, Verdict(Answer(id=pending_id(t), ok=True), decision="approve")
     ),
     "expire": lambda s, t: lifecycle.expire(s, t),
     "resume": lambda s, t: lifecycle.start_resume(s, t, worker=OTHER_WORKER),
@@ -170,13 +173,13 @@ VERBS: dict[str, Verb] = {
     "release": lambda s, t: lifecycle.release(s, t),
     "requeue": lambda s, t: lifecycle.requeue(s, t),
     "give_up": lambda s, t: lifecycle.give_up(s, t),
-    "review_claim": lambda s, t: lifecycle.claim_review(s, t, reviewer="rita"),
-    "review_release": lambda s, t: lifecycle.release_review(s, t, reviewer="rita"),
+    "review_claim": lambda s, t: claim_review(s, t, reviewer="rita"),
+    "review_release": lambda s, t: release_review(s, t, reviewer="rita"),
     "review_approval": lambda s, t: first_approval(
         s, t, reviewer="rita", comment="", needed=2, via="admin"
     ),
-    "remind": lambda s, t: lifecycle.mark_sent(s, t, "remind"),
-    "escalate": lambda s, t: lifecycle.mark_sent(s, t, "escalate"),
+    "remind": lambda s, t: mark_sent(s, t, "remind"),
+    "escalate": lambda s, t: mark_sent(s, t, "escalate"),
 }
 
 #: What each legal move leaves: ``(kind, from phase) -> (state, phase)``.
@@ -566,10 +569,11 @@ def test_answer_keeps_the_answer_and_moves_the_question_to_the_history() -> None
     question = waiting["status"]["message"]
     reply = {"kind": "message", "role": "user", "messageId": "m-2", "parts": [text_part("ok")]}
     given = Answer(id="approve-1", ok=True, data={"note": "fine"})
-    result = lifecycle.answer(
-        store, waiting, given, decision="approve", actor="rita", comment="looks right",
-        message=reply,
-    )  # fmt: skip
+    result = review.answer(
+        store,
+        waiting,
+        Verdict(given, decision="approve", actor="rita", comment="looks right", message=reply),
+    )
     task = stored(store, waiting)
     private = lifecycle.read(task)
     assert (state_of(task), private.phase, private.lease) == (
@@ -801,7 +805,7 @@ def refused(store: InMemoryTaskStore, task: Task, given: Answer, **kw: Any) -> s
     before = snapshot(store, task)
     kw.setdefault("decision", "approve")
     with pytest.raises(lifecycle.AnswerRefused) as refusal:
-        lifecycle.answer(store, copy.deepcopy(task), given, **kw)
+        review.answer(store, copy.deepcopy(task), Verdict(given, **kw))
     assert_unchanged(store, before)
     return refusal.value.reason
 
@@ -835,8 +839,8 @@ def test_the_requester_may_answer_an_input_request() -> None:
     store = InMemoryTaskStore()
     waiting = suspend(store, _running(store), {"id": "ask-1", "kind": "input", "prompt": "?"})
     given = Answer(id="ask-1", ok=True, data={"output": "blue"})
-    result = lifecycle.answer(
-        store, waiting, given, decision="reply", role="requester", actor="alice", via="a2a"
+    result = review.answer(
+        store, waiting, Verdict(given, decision="reply", role="requester", actor="alice", via="a2a")
     )
     assert lifecycle.phase_of(result.task) == states.ANSWERED
 
@@ -846,16 +850,17 @@ def test_data_that_breaks_the_schema_is_refused_with_the_violations() -> None:
     waiting = suspend(store, _running(store), approval(schema=SCHEMA))
     before = snapshot(store, waiting)
     with pytest.raises(lifecycle.AnswerRefused) as refusal:
-        lifecycle.answer(
-            store, waiting, Answer(id="approve-1", ok=True, data={"amount": "lots"}),
-            decision="approve",
-        )  # fmt: skip
+        review.answer(
+            store,
+            waiting,
+            Verdict(Answer(id="approve-1", ok=True, data={"amount": "lots"}), decision="approve"),
+        )
     assert refusal.value.reason == "invalid"
     assert [v["path"] for v in refusal.value.violations] == ["/amount"]
     assert_unchanged(store, before)
     # A decline carries no data to check.
     declined = Answer(id="approve-1", ok=False, reason="declined")
-    assert lifecycle.answer(store, waiting, declined, decision="decline").event is not None
+    assert review.answer(store, waiting, Verdict(declined, decision="decline")).event is not None
 
 
 @pytest.mark.parametrize(
@@ -878,8 +883,8 @@ def test_a_reviewer_with_the_permission_answers_as_themself() -> None:
     store = InMemoryTaskStore()
     waiting = _waiting(store)
     user = StandInUser("rita", perms=frozenset({ANSWER_PERMISSION}))
-    result = lifecycle.answer(
-        store, waiting, Answer(id="approve-1", ok=True), decision="approve", user=user
+    result = review.answer(
+        store, waiting, Verdict(Answer(id="approve-1", ok=True), decision="approve", user=user)
     )
     assert result.event is not None
     assert (result.event["actor"], result.event["actor_kind"]) == ("rita", "user")
@@ -890,10 +895,12 @@ def test_unknown_decisions_and_roles_are_programming_errors() -> None:
     waiting = _waiting(store)
     before = snapshot(store, waiting)
     with pytest.raises(ValueError, match="unknown decision"):
-        lifecycle.answer(store, waiting, Answer(id="approve-1", ok=True), decision="maybe")
+        review.answer(store, waiting, Verdict(Answer(id="approve-1", ok=True), decision="maybe"))
     with pytest.raises(ValueError, match="unknown role"):
-        lifecycle.answer(
-            store, waiting, Answer(id="approve-1", ok=True), decision="approve", role="peer"
+        review.answer(
+            store,
+            waiting,
+            Verdict(Answer(id="approve-1", ok=True), decision="approve", role="peer"),
         )
     assert_unchanged(store, before)
 

@@ -14,13 +14,16 @@ from django.utils import timezone
 from toolnexus import Answer
 
 from tests.utils import approval, halted_transcript
-from toolnexus_django import lifecycle
+from toolnexus_django import lifecycle, review
 from toolnexus_django.a2a.dialects import Dialect
 from toolnexus_django.a2a.follow import Follower, event_messages
-from toolnexus_django.lifecycle import states
+from toolnexus_django.lifecycle import Verdict, states
 from toolnexus_django.lifecycle.events import Event
 from toolnexus_django.lifecycle.messages import text_part
 from toolnexus_django.push.delivery import notifications
+from toolnexus_django.review.claims import claim_of, claim_review, release_review
+from toolnexus_django.review.four_eyes import approvals_of
+from toolnexus_django.review.reminders import mark_sent
 from toolnexus_django.stores import InMemoryTaskStore
 from toolnexus_django.stores.base import Task, state_of
 
@@ -51,7 +54,7 @@ def waiting(store: InMemoryTaskStore, *, tool: Any = EXPENSE_TOOL) -> Task:
 
 def approve(store: InMemoryTaskStore, task: Task, who: str, **kw: Any) -> lifecycle.Moved:
     given = Answer(id="approve-1", ok=True)
-    return lifecycle.answer(store, task, given, decision="approve", actor=who, **kw)
+    return review.answer(store, task, Verdict(given, decision="approve", actor=who, **kw))
 
 
 def kinds(store: InMemoryTaskStore, task: Task) -> list[str]:
@@ -80,19 +83,19 @@ def test_suspension_records_the_halted_tool_its_schema_and_the_skill_loaded() ->
 def test_a_claim_names_its_reviewer_and_refuses_another_until_taken_over() -> None:
     store = InMemoryTaskStore()
     task = waiting(store)
-    claimed = lifecycle.claim_review(store, task, reviewer="rita")
+    claimed = claim_review(store, task, reviewer="rita")
     assert claimed is not None
-    held = lifecycle.claim_of(claimed.task)
+    held = claim_of(claimed.task)
     assert held is not None and held["by"] == "rita"
     assert state_of(claimed.task) == states.INPUT_REQUIRED  # still waiting
 
     with pytest.raises(lifecycle.AnswerRefused) as refused:
-        lifecycle.claim_review(store, claimed.task, reviewer="sam")
+        claim_review(store, claimed.task, reviewer="sam")
     assert refused.value.reason == "claimed"
     assert "being reviewed by rita" in str(refused.value)
 
-    taken = lifecycle.claim_review(store, claimed.task, reviewer="sam", take_over=True)
-    assert taken is not None and lifecycle.claim_of(taken.task)["by"] == "sam"  # type: ignore[index]
+    taken = claim_review(store, claimed.task, reviewer="sam", take_over=True)
+    assert taken is not None and claim_of(taken.task)["by"] == "sam"  # type: ignore[index]
     assert taken.event is not None and taken.event["private"]["took_over_from"] == "rita"
     assert kinds(store, task)[-2:] == ["review_claim", "review_claim"]
 
@@ -100,35 +103,35 @@ def test_a_claim_names_its_reviewer_and_refuses_another_until_taken_over() -> No
 def test_two_reviewers_claiming_the_same_version_one_wins() -> None:
     store = InMemoryTaskStore()
     task = waiting(store)
-    first = lifecycle.claim_review(store, copy.deepcopy(task), reviewer="rita")
-    second = lifecycle.claim_review(store, copy.deepcopy(task), reviewer="sam")
+    first = claim_review(store, copy.deepcopy(task), reviewer="rita")
+    second = claim_review(store, copy.deepcopy(task), reviewer="sam")
     assert first is not None and second is None
-    assert lifecycle.claim_of(store.get(task["id"]))["by"] == "rita"  # type: ignore[index]
+    assert claim_of(store.get(task["id"]))["by"] == "rita"  # type: ignore[index]
 
 
 def test_a_claim_lapses_after_claim_seconds(settings: Any) -> None:
     settings.TOOLNEXUS = {"REVIEW": {"CLAIM_SECONDS": 60}}
     store = InMemoryTaskStore()
-    claimed = lifecycle.claim_review(store, waiting(store), reviewer="rita")
+    claimed = claim_review(store, waiting(store), reviewer="rita")
     assert claimed is not None
     now = timezone.now()
-    assert lifecycle.claim_of(claimed.task, now + timedelta(seconds=59)) is not None
-    assert lifecycle.claim_of(claimed.task, now + timedelta(seconds=61)) is None
+    assert claim_of(claimed.task, now + timedelta(seconds=59)) is not None
+    assert claim_of(claimed.task, now + timedelta(seconds=61)) is None
 
 
 def test_a_release_drops_the_claim_and_cannot_drop_someone_elses() -> None:
     store = InMemoryTaskStore()
-    claimed = lifecycle.claim_review(store, waiting(store), reviewer="rita")
+    claimed = claim_review(store, waiting(store), reviewer="rita")
     assert claimed is not None
     with pytest.raises(lifecycle.AnswerRefused):
-        lifecycle.release_review(store, claimed.task, reviewer="sam")
-    released = lifecycle.release_review(store, claimed.task, reviewer="rita")
-    assert released is not None and lifecycle.claim_of(released.task) is None
+        release_review(store, claimed.task, reviewer="sam")
+    released = release_review(store, claimed.task, reviewer="rita")
+    assert released is not None and claim_of(released.task) is None
 
 
 def test_an_answer_drops_the_claim() -> None:
     store = InMemoryTaskStore()
-    claimed = lifecycle.claim_review(store, waiting(store), reviewer="rita")
+    claimed = claim_review(store, waiting(store), reviewer="rita")
     assert claimed is not None
     answered = approve(store, claimed.task, "rita")
     assert lifecycle.read(answered.task).review is None
@@ -146,7 +149,7 @@ def test_four_eyes_needs_two_different_reviewers_before_the_run_resumes(settings
     assert first.event is not None and first.event["kind"] == "review_approval"
     assert state_of(first.task) == states.INPUT_REQUIRED
     assert lifecycle.phase_of(first.task) == states.WAITING
-    assert [a["by"] for a in lifecycle.approvals_of(first.task)] == ["rita"]
+    assert [a["by"] for a in approvals_of(first.task)] == ["rita"]
     assert first.event["private"]["approvals"] == 1 and first.event["private"]["needed"] == 2
 
     with pytest.raises(lifecycle.AnswerRefused) as again:
@@ -168,13 +171,14 @@ def test_four_eyes_a_single_decline_ends_it_and_anonymous_approvals_do_not_count
     store = InMemoryTaskStore()
     task = waiting(store)
     with pytest.raises(lifecycle.AnswerRefused) as nameless:
-        lifecycle.answer(store, task, Answer(id="approve-1", ok=True), decision="approve")
+        review.answer(store, task, Verdict(Answer(id="approve-1", ok=True), decision="approve"))
     assert nameless.value.reason == "not-allowed"
     first = approve(store, task, "rita")
-    declined = lifecycle.answer(
-        store, first.task, Answer(id="approve-1", ok=False, reason="no"), decision="decline",
-        actor="sam",
-    )  # fmt: skip
+    declined = review.answer(
+        store,
+        first.task,
+        Verdict(Answer(id="approve-1", ok=False, reason="no"), decision="decline", actor="sam"),
+    )
     assert declined.event is not None and declined.event["kind"] == "answer"
     assert declined.task["metadata"]["requests"][0]["outcome"] == "declined"
 
@@ -230,10 +234,16 @@ def test_no_edit_without_the_tools_schema_on_a_decline_or_when_turned_off(settin
         approve(store, unknown, "rita", arguments={"amount": 1, "description": "x"})
     task = waiting(store)
     with pytest.raises(lifecycle.AnswerRefused):
-        lifecycle.answer(
-            store, task, Answer(id="approve-1", ok=False), decision="decline", actor="rita",
-            arguments={"amount": 1, "description": "x"},
-        )  # fmt: skip
+        review.answer(
+            store,
+            task,
+            Verdict(
+                Answer(id="approve-1", ok=False),
+                decision="decline",
+                actor="rita",
+                arguments={"amount": 1, "description": "x"},
+            ),
+        )
     settings.TOOLNEXUS = {"REVIEW": {"EDIT_ARGUMENTS": False}}
     with pytest.raises(lifecycle.AnswerRefused):
         approve(store, task, "rita", arguments={"amount": 1, "description": "x"})
@@ -256,9 +266,9 @@ def test_reviewers_moves_send_nothing_on_a_stream_or_a_push() -> None:
     seq = lifecycle.read(task).seq
     follower = Follower(task, Dialect.V10, after=None)
     follower.opening()
-    claimed = lifecycle.claim_review(store, task, reviewer="rita")
+    claimed = claim_review(store, task, reviewer="rita")
     assert claimed is not None
-    reminded = lifecycle.mark_sent(store, claimed.task, "remind")
+    reminded = mark_sent(store, claimed.task, "remind")
     assert reminded is not None
     events, current = follower.read(store)
     assert [e.kind for e in events] == ["review_claim", "remind"]
@@ -274,8 +284,8 @@ def test_reviewers_moves_send_nothing_on_a_stream_or_a_push() -> None:
 def test_a_reminder_is_marked_once() -> None:
     store = InMemoryTaskStore()
     task = waiting(store)
-    first = lifecycle.mark_sent(store, copy.deepcopy(task), "remind")
+    first = mark_sent(store, copy.deepcopy(task), "remind")
     assert first is not None
-    assert lifecycle.mark_sent(store, copy.deepcopy(task), "remind") is None  # lost the race
-    assert lifecycle.mark_sent(store, first.task, "remind") is None  # already sent
-    assert lifecycle.mark_sent(store, first.task, "escalate") is not None
+    assert mark_sent(store, copy.deepcopy(task), "remind") is None  # lost the race
+    assert mark_sent(store, first.task, "remind") is None  # already sent
+    assert mark_sent(store, first.task, "escalate") is not None

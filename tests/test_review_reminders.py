@@ -20,7 +20,8 @@ from toolnexus import Answer
 from tests.utils import events_of, task_in
 from toolnexus_django import lifecycle
 from toolnexus_django.fulfilment.sweep import EXTRA_SWEEPS, sweep_once
-from toolnexus_django.review import remind_due
+from toolnexus_django.lifecycle import Verdict
+from toolnexus_django.review import answer, remind_due
 from toolnexus_django.signals import review_escalation, review_reminder
 from toolnexus_django.stores import DjangoTaskStore, InMemoryTaskStore, TaskStore, get_task_store
 from toolnexus_django.stores.base import Task
@@ -216,7 +217,7 @@ def test_nothing_once_expired(review: Any, sent: Any) -> None:
 
 def approve(store: TaskStore, task: Task) -> None:
     given = Answer(id="approve-1", ok=True)
-    assert lifecycle.answer(store, task, given, decision="approve", actor="rita")
+    assert answer(store, task, Verdict(given, decision="approve", actor="rita"))
 
 
 @pytest.mark.django_db

@@ -25,7 +25,7 @@ from toolnexus_django import lifecycle
 from toolnexus_django.lifecycle.requests import AnswerRefused
 from toolnexus_django.review import answer_task
 from toolnexus_django.review.bulk import decidable_in_bulk, decide_many
-from toolnexus_django.review.claims import claim_task
+from toolnexus_django.review.claims import claim_of, claim_task
 
 QUEUE = "admin:toolnexus_django_awaitinghumantask_changelist"
 REVIEW = "admin:toolnexus_django_awaitinghumantask_review"
@@ -124,7 +124,7 @@ def test_two_reviewers_claiming_at_once_one_wins(rita: Any, sam: Any) -> None:
         lost = [r for r in (first, second) if isinstance(r, Exception)]
         assert len(won) == 1 and len(lost) == 1
         assert isinstance(lost[0], AnswerRefused) and lost[0].reason == "claimed"
-        holder = lifecycle.claim_of(won[0])
+        holder = claim_of(won[0])
         assert holder is not None and f"reviewed by {holder['by']}" in str(lost[0])
         assert [e["kind"] for e in events_of(task_id)].count("review_claim") == 1
 
@@ -145,10 +145,10 @@ def test_claim_release_and_take_over_in_the_admin_each_in_the_admin_log(
     refused = as_sam.post(reverse(CLAIM, args=[task_id]))
     assert "being reviewed by rita" in flashed(as_sam.get(refused.url))[0][1]
     as_rita.post(reverse(RELEASE, args=[task_id]))
-    assert lifecycle.claim_of(private_task(task_id)) is None
+    assert claim_of(private_task(task_id)) is None
     as_rita.post(reverse(CLAIM, args=[task_id]))
     as_sam.post(reverse(CLAIM, args=[task_id]), {"take_over": "1"})
-    assert lifecycle.claim_of(private_task(task_id))["by"] == "sam"  # type: ignore[index]
+    assert claim_of(private_task(task_id))["by"] == "sam"  # type: ignore[index]
     assert [m.split(" “")[0] for m in log_of(task_id)] == [
         "Claimed", "Released", "Claimed", "Took over",
     ]  # fmt: skip

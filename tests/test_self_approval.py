@@ -28,11 +28,11 @@ from tests.fakes import FakeLLM, Text, ToolCall
 from tests.test_review_admin import flashed
 from tests.test_review_team import client_for, waiting_expense
 from tests.utils import decisions_of, events_of, halted_transcript, pending_id, task_in
-from toolnexus_django.lifecycle.requests import OWN_REQUEST
 from toolnexus_django.models import TaskRecord
 from toolnexus_django.review import AnswerRefused, answer_task
 from toolnexus_django.review.bulk import decide_many
 from toolnexus_django.review.claims import claim_task
+from toolnexus_django.review.reviewers import OWN_REQUEST
 
 pytestmark = pytest.mark.django_db
 

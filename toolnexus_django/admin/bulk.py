@@ -19,8 +19,8 @@ from django.utils.text import Truncator
 from django.utils.translation import gettext, ngettext
 
 from .. import lifecycle
-from ..lifecycle.requests import is_own_request
 from ..review.bulk import decidable_in_bulk, decide_many
+from ..review.reviewers import is_own_request
 from .display import server_side
 from .history import decision_message, log_decision
 

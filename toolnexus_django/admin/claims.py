@@ -4,7 +4,7 @@ who holds it in the queue, and go on to the next Task nobody else holds."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.contrib import messages
 from django.contrib.admin.utils import quote, unquote
@@ -17,7 +17,8 @@ from django.utils.translation import gettext
 from .. import lifecycle
 from ..conf import toolnexus_settings
 from ..models import AwaitingHumanTask
-from ..review.claims import claim_task, holder, release_task, reviewer_name
+from ..review.claims import claim_task, release_task
+from ..review.reviewers import reviewer_name
 from ..stores.base import Task
 from .filters import live_claim, with_claims
 from .history import decision_message, log_decision
@@ -25,18 +26,6 @@ from .tasks import can_answer
 
 if TYPE_CHECKING:
     from .queue import AwaitingHumanTaskAdmin
-
-
-def review_state(task: Task) -> dict[str, Any]:
-    """Who holds the Task, and how many of the approvals it needs it has."""
-    halt = lifecycle.read(task).halt or {}
-    approvals = lifecycle.approvals_of(task)
-    return {
-        "holder": holder(task),
-        "done": len(approvals),
-        "approvals": approvals,
-        "needed": lifecycle.approvals_needed(halt.get("tool")),
-    }
 
 
 def _review_url(admin: AwaitingHumanTaskAdmin, task_id: str) -> str:

@@ -14,8 +14,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from ..lifecycle.reviewing import claim_seconds
 from ..models import AwaitingHumanTask, TaskState
+from ..review.claims import claim_seconds
 
 #: Request kinds the queue's filter names; any other kind is "other".
 KNOWN_KINDS = ("approval", "input", "authorization")
@@ -148,7 +148,7 @@ def with_claims(queryset: QuerySet[Any]) -> QuerySet[Any]:
 
 def live_claim() -> Q:
     """Over :func:`with_claims`: a claim that holds, one younger than
-    ``REVIEW["CLAIM_SECONDS"]`` (as ``lifecycle.claim_of`` reads it). Claims
+    ``REVIEW["CLAIM_SECONDS"]`` (as ``review.claims.claim_of`` reads it). Claims
     store their time as ISO 8601 in UTC: as text, they sort as times."""
     cutoff = (timezone.now() - timedelta(seconds=claim_seconds())).isoformat()
     return Q(_claim_by__isnull=False, _claim_at__gte=cutoff)

@@ -24,8 +24,9 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from ..lifecycle.requests import is_own_request
 from ..models import AwaitingHumanTask
+from ..review.claims import review_state
+from ..review.reviewers import is_own_request
 from . import bulk, claims, review_page
 from .display import halted_call, owner_label, private_of, server_side, time_left
 from .filters import (
@@ -209,7 +210,7 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
         """Who holds the Task, for four eyes how many approved, and whether
         it is ``user``'s own request."""
         task = server_side(obj)
-        state = {**claims.review_state(task), "own": is_own_request(user, task)}
+        state = {**review_state(task), "own": is_own_request(user, task)}
         return render_to_string("admin/toolnexus_django/includes/review_state.html", state)
 
     @admin.display(description=_("owner / conversation"))

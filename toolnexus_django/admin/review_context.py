@@ -15,11 +15,10 @@ from django.urls import reverse
 from django.utils.translation import gettext
 
 from .. import lifecycle
-from ..lifecycle.edits import can_edit
-from ..lifecycle.requests import is_own_request
 from ..models import TaskRecord
-from ..review.claims import reviewer_name
+from ..review.claims import review_state
 from ..review.edit_form import edit_form
+from ..review.edits import can_edit
 from ..review.forms import (
     ApproveForm,
     AuthorizationForm,
@@ -28,8 +27,9 @@ from ..review.forms import (
     SchemaNotSupported,
     schema_form_class,
 )
+from ..review.four_eyes import approvals_needed
+from ..review.reviewers import is_own_request, reviewer_name
 from ..stores.base import parse_instant
-from .claims import review_state
 from .display import (
     halted_call,
     owner_label,
@@ -75,7 +75,7 @@ def answer_forms(
         "reply": reply_class(bound("reply"), prefix="reply"),
     }
     halt = private.halt or {}
-    if can_edit(private) and lifecycle.approvals_needed(halt.get("tool")) <= 1:
+    if can_edit(private) and approvals_needed(halt.get("tool")) <= 1:
         found["edit"] = edit_form(halt, bound("edit"))
     return found
 

@@ -3,14 +3,14 @@
 reply, decline, or record a sign-in — and goes back to the queue or on to the
 next Task ("Answer and review next").
 
-Answers go through :func:`toolnexus_django.review.answer_task` only; the run
+Answers go through :func:`toolnexus_django.review.decide_task` only; the run
 resumes in the background, never in the admin request. A Task another
 reviewer holds is answered only once the reviewer confirms.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
 from django.contrib.admin.utils import quote, unquote
@@ -24,8 +24,9 @@ from toolnexus import Answer
 from .. import lifecycle
 from ..lifecycle.requests import already_answered
 from ..models import AwaitingHumanTask, TaskRecord, TaskState
-from ..review import AnswerRefused, answer_task
-from ..review.claims import holder, reviewer_name
+from ..review import AnswerRefused, Verdict, decide_task
+from ..review.claims import holder
+from ..review.reviewers import reviewer_name
 from ..stores import DjangoTaskStore
 from .claims import next_task_id
 from .display import task_of
@@ -113,16 +114,7 @@ def _answer(admin: AwaitingHumanTaskAdmin, request: HttpRequest, task_id: str) -
             return render(admin, request, _proxy(task_id, obj), forms_by_action, confirm_claim=True)
     decision = FORM_DECISIONS[action]
     try:
-        saved = answer_task(
-            obj.pk,
-            form.to_answer(request_id) if action != "edit" else _approval(request_id),  # type: ignore[attr-defined]
-            decision=decision,
-            role="reviewer",
-            user=request.user,
-            comment=form.comment,  # type: ignore[attr-defined]
-            via="admin",
-            arguments=form.answer_data() if action == "edit" else None,  # type: ignore[attr-defined]
-        )
+        saved = decide_task(obj.pk, _verdict(request, action, form, request_id))
     except AnswerRefused as exc:
         if exc.reason == "invalid":
             # The schema check is the server's word, whatever the form allowed.
@@ -167,8 +159,17 @@ def _answer(admin: AwaitingHumanTaskAdmin, request: HttpRequest, task_id: str) -
     return HttpResponseRedirect(_queue_url(admin))
 
 
-def _approval(request_id: str) -> Answer:
-    return Answer(id=request_id, ok=True, data=None, reason=None)
+def _verdict(request: HttpRequest, action: str, form: Any, request_id: str) -> Verdict:
+    """What the reviewer's form (of ``action``) says, as a Verdict."""
+    if action == "edit":  # the approval of the call with the form's arguments
+        given = Answer(id=request_id, ok=True, data=None, reason=None)
+        arguments = form.answer_data()
+    else:
+        given, arguments = form.to_answer(request_id), None
+    return Verdict(
+        given, FORM_DECISIONS[action], role="reviewer", user=request.user,
+        comment=form.comment, via="admin", arguments=arguments,
+    )  # fmt: skip
 
 
 def _refused(

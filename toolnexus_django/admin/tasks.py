@@ -17,8 +17,8 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import lifecycle
-from ..lifecycle.requests import is_reviewer
 from ..models import TaskRecord, TaskState
+from ..review.reviewers import is_reviewer
 from .display import owner_label, task_of, timeline
 from .push import can_view_push, task_section
 

@@ -4,6 +4,8 @@ waiters a Task moved.
 
 Everything that changes a Task goes through here; nothing else reads or
 writes the private section's keys (the stores persist it as plain JSON).
+Whether a person's answer may be taken (who answers, four eyes, edits) and
+what a reviewer's move means are the reviewer's side, :mod:`..review`.
 
 ======================  ==========================================================
 module                  holds
@@ -13,10 +15,9 @@ module                  holds
 :mod:`.verbs`           a run's moves: submit, claim, start_resume, renew,
                         suspend, complete, fail, release, requeue, give_up
                         (and the attempt budget of a run segment)
-:mod:`.answers`         a person's moves: answer, expire, cancel
-:mod:`.reviewing`       reviewers' moves on a waiting Task: claim, release,
-                        a first approval (four eyes); reminder marks
-:mod:`.edits`           edit, then approve: a reviewer's arguments for the call
+:mod:`.answers`         a person's moves: an answer taken (a :class:`Verdict`),
+                        expire, cancel, and the moves that keep a waiting
+                        Task waiting (:func:`review_move`)
 :mod:`.moves`           what every move shares (legality, compare-and-set, event)
 :mod:`.events`          the event each move records
 :mod:`.requests`        who may answer a Request, what an answer must look like
@@ -27,20 +28,21 @@ module                  holds
 ======================  ==========================================================
 """
 
-from .answers import answer, cancel, expire
+from .answers import (
+    Edit,
+    Verdict,
+    cancel,
+    expire,
+    refuse_not_waiting,
+    review_move,
+    take_answer,
+    waiting_on,
+)
 from .events import Event
 from .moves import Moved, interrupted_message
 from .private import Lease, Private, legacy_audit, owner_of, phase_of, read, write
 from .public import public_task
-from .requests import ANSWER_PERMISSION, DECISIONS, AnswerRefused
-from .reviewing import (
-    approvals_needed,
-    approvals_of,
-    claim_of,
-    claim_review,
-    mark_sent,
-    release_review,
-)
+from .requests import DECISIONS, AnswerRefused
 from .states import AWAITING_HUMAN, SETTLED, TERMINAL, IllegalMove
 from .verbs import (
     claim,
@@ -57,42 +59,40 @@ from .verbs import (
 )
 
 __all__ = [
-    "ANSWER_PERMISSION",
     "AWAITING_HUMAN",
     "DECISIONS",
     "SETTLED",
     "TERMINAL",
     "AnswerRefused",
+    "Edit",
     "Event",
     "IllegalMove",
     "Lease",
     "Moved",
     "Private",
-    "answer",
-    "approvals_needed",
-    "approvals_of",
+    "Verdict",
     "cancel",
     "claim",
-    "claim_of",
-    "claim_review",
     "complete",
     "expire",
     "fail",
     "give_up",
     "interrupted_message",
     "legacy_audit",
-    "mark_sent",
     "out_of_attempts",
     "owner_of",
     "phase_of",
     "public_task",
     "read",
+    "refuse_not_waiting",
     "release",
-    "release_review",
     "renew",
     "requeue",
+    "review_move",
     "start_resume",
     "submit",
     "suspend",
+    "take_answer",
+    "waiting_on",
     "write",
 ]

@@ -1,15 +1,21 @@
-"""A person's moves on a Task: answer (and expire, the system's answer when
-time ran out) and cancel.
+"""A person's moves on a Task, as the state machine makes them: an answer
+taken (``waiting`` -> ``answered``), expire (the system's answer when time
+ran out), cancel, and the moves that keep a waiting Task waiting (a
+reviewer's hold or release, one approval of several, a reminder mark).
 
-``answer`` is where the trust model's rules about Requests are enforced: who
-may answer (:func:`.requests.answerers_for`), that the Answer echoes the
-pending Request, and that its data satisfies the Request's schema; a refused
-answer raises :class:`.requests.AnswerRefused` and changes nothing.
+What an answer is travels as one command, :class:`Verdict`. Whether it may
+be taken — who answers, the schema, an edit, four eyes — is the reviewer's
+side (:mod:`toolnexus_django.review`), checked before the move; here the
+answer is the move itself: legal from ``waiting``, for the pending Request,
+made by compare-and-set with its event. One that cannot be made raises
+:class:`.requests.AnswerRefused` (saying whether someone answered first)
+and changes nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 from toolnexus import Answer
@@ -17,29 +23,60 @@ from toolnexus import Answer
 from ..stores import TaskStore
 from ..stores.base import Task, state_of
 from . import states
-from .edits import edited_transcript
 from .events import SYSTEM, USER
 from .moves import CANCELED_TEXT, Moved, append_history, begin, commit, set_status
 from .private import read
-from .requests import (
-    DECISIONS,
-    REVIEWER,
-    ROLES,
-    AnswerRefused,
-    already_answered,
-    answerers_for,
-    check_answer_data,
-    check_reviewer,
-    halted_tool_name,
-    invalid,
-    not_allowed_message,
-)
-from .requests import (
-    SYSTEM as SYSTEM_ROLE,
-)
-from .reviewing import approvals_needed, approvals_of, first_approval
+from .requests import DECISIONS, REVIEWER, ROLES, AnswerRefused, already_answered
+from .requests import SYSTEM as SYSTEM_ROLE
 
-# -- a person's moves --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Verdict:
+    """One answer to the Request a Task waits on, as a command: the Answer,
+    the decision it records, and who gave it how.
+
+    ``role``: ``"reviewer"`` (with ``user``, the reviewer's rules apply:
+    the ``answer_task`` permission, not their own Request), ``"requester"``
+    (the Task's owner over A2A) or ``"system"`` (expiry). ``actor`` names
+    who answered (default: ``user``'s username). ``message``: an A2A user
+    message for the history. ``arguments``: a reviewer's edit of the halted
+    call's arguments, approved with it."""
+
+    answer: Answer
+    decision: str
+    role: str = REVIEWER
+    user: Any = None
+    actor: str | None = None
+    comment: str = ""
+    via: str = "admin"
+    message: dict[str, Any] | None = None
+    arguments: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.decision not in DECISIONS:
+            raise ValueError(f"unknown decision {self.decision!r}")
+        if self.role not in ROLES:
+            raise ValueError(f"unknown role {self.role!r}")
+
+    @property
+    def by(self) -> str | None:
+        """Who answered: ``actor``, else the reviewing ``user``'s username."""
+        if not self.actor and self.role == REVIEWER and self.user is not None:
+            return str(self.user.get_username())
+        return self.actor
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A reviewer's edit of the halted call: the transcript with the call's
+    arguments replaced, and both versions of them (for the event)."""
+
+    transcript: list[dict[str, Any]]
+    before: dict[str, Any]
+    after: dict[str, Any]
+
+
+# -- cancel -----------------------------------------------------------------------------------
 
 
 def cancel(store: TaskStore, task: Task, *, actor: str | None, via: str) -> Moved | None:
@@ -54,9 +91,14 @@ def cancel(store: TaskStore, task: Task, *, actor: str | None, via: str) -> Move
     )  # fmt: skip
 
 
-def _refuse_not_waiting(
+# -- answers ----------------------------------------------------------------------------------
+
+
+def refuse_not_waiting(
     store: TaskStore, task: Task, request_id: str | None, *, moved_on: bool = False
 ) -> AnswerRefused:
+    """Why ``task`` takes no answer (to ``request_id``): someone answered it
+    first, or it does not wait at all."""
     state = state_of(task)
     answered = [
         e
@@ -72,49 +114,15 @@ def _refuse_not_waiting(
     )
 
 
-def answer(
-    store: TaskStore,
-    task: Task,
-    given: Answer,
-    *,
-    decision: str,
-    role: str = REVIEWER,
-    user: Any = None,
-    actor: str | None = None,
-    comment: str = "",
-    via: str = "admin",
-    message: dict[str, Any] | None = None,
-    arguments: dict[str, Any] | None = None,
-) -> Moved:
-    """Take ``given`` for the waiting ``task``: ``working`` with the answer
-    waiting to be resumed. Raises :class:`AnswerRefused`, changing nothing,
-    when the Task is not waiting, the Answer does not echo the pending
-    Request, ``role`` may not answer it, its data breaks the schema, or
-    another answer won the race.
-
-    ``role``: ``"reviewer"`` (with ``user``, that user must hold the
-    ``answer_task`` permission and, for a Request only a reviewer may answer,
-    not be the Task's owner: :func:`.requests.is_own_request`),
-    ``"requester"`` or ``"system"`` (expiry).
-    ``message`` (an A2A user message) joins the history. ``arguments``: a
-    reviewer's edit of the halted tool call's arguments, approved with it
-    (:func:`.edits.edited_transcript`). A tool that needs more than one
-    approval (``REVIEW["APPROVALS"]``) keeps waiting until that many
-    different reviewers approved: the move returned is then a
-    ``review_approval``, the Task still waiting."""
-    if decision not in DECISIONS:
-        raise ValueError(f"unknown decision {decision!r}")
-    if role not in ROLES:
-        raise ValueError(f"unknown role {role!r}")
-    if role == REVIEWER and user is not None:
-        check_reviewer(user, task)  # also: not their own Request (segregation of duties)
-        actor = actor or user.get_username()
+def waiting_on(store: TaskStore, task: Task, given: Answer) -> dict[str, Any]:
+    """The pending Request ``given`` answers; refused when ``task`` does not
+    wait, or waits on another Request (one answered already, say)."""
     private = read(task)
     pending = private.pending
     if private.phase != states.WAITING or pending is None:
-        raise _refuse_not_waiting(store, task, None)
+        raise refuse_not_waiting(store, task, None)
     if given.id != pending.get("id"):
-        earlier = _refuse_not_waiting(store, task, given.id, moved_on=True)
+        earlier = refuse_not_waiting(store, task, given.id, moved_on=True)
         if earlier.reason == "already-answered":
             raise earlier
         raise AnswerRefused(
@@ -123,29 +131,24 @@ def answer(
             f"{pending.get('id')!r}.",
             task=task,
         )
-    tool = halted_tool_name(private.halt, private.transcript, private.style or "")
-    if role != SYSTEM_ROLE:
-        allowed = answerers_for(pending, tool)
-        if role not in allowed:
-            raise AnswerRefused("not-allowed", not_allowed_message(allowed), task=task)
-    violations = check_answer_data(pending, given)
-    if violations:
-        raise invalid("The answer does not match the request's schema", violations, task)
-    edit = None
-    if arguments is not None:
-        edit = edited_transcript(private, pending, given, arguments, role=role)
-    needed = approvals_needed(tool) if given.ok else 1
-    approvers: list[str] = []
-    if needed > 1:
-        approvers = _check_approver(task, needed, role, actor, edit is not None)
-        if len(approvers) < needed:
-            moved = first_approval(
-                store, task, reviewer=str(actor), comment=comment, needed=needed, via=via
-            )
-            if moved is None:
-                raise _refuse_not_waiting(store, store.get(task["id"]) or task, pending.get("id"))
-            return moved
-    kind = "expire" if decision == "expire" else "answer"
+    return pending
+
+
+def take_answer(
+    store: TaskStore,
+    task: Task,
+    verdict: Verdict,
+    *,
+    edit: Edit | None = None,
+    approvers: tuple[str, ...] = (),
+) -> Moved:
+    """The waiting ``task`` takes ``verdict``: ``working`` with the answer
+    waiting to be resumed (``edit``: with the edited call; ``approvers``:
+    every reviewer of a four-eyes approval). Raises :class:`AnswerRefused`
+    when it does not wait on the Request answered or another answer won the race."""
+    pending = waiting_on(store, task, verdict.answer)
+    given, actor = verdict.answer, verdict.by
+    kind = "expire" if verdict.decision == "expire" else "answer"
     new, private = begin(task, kind)
     private.review = None
     if edit is not None:
@@ -159,59 +162,37 @@ def answer(
     set_status(new, states.WORKING)
     # The agent's question leaves the status for the history (as A2A's own
     # task managers do), so the history reads as the conversation.
-    append_history(new, question, message)
-    record_outcome(new, pending, decision)
+    append_history(new, question, verdict.message)
+    record_outcome(new, pending, verdict.decision)
     private.phase, private.answer = states.ANSWERED, dataclasses.asdict(given)
     # Who approved the call, for the tool that runs it (current_run().approved_by).
-    approved = given.ok and role == REVIEWER and bool(actor)
-    private.approved_by = (approvers or [str(actor)]) if approved else None
-    detail = {
-        "decision": decision,
-        "role": role,
-        "ok": given.ok,
-        "data": given.data,
-        "reason": given.reason,
-        "comment": comment,
-        "request": pending.get("id"),
-        "kind": pending.get("kind"),
-    }
-    if edit is not None:
-        detail["arguments"] = {"before": edit.before, "after": edit.after}
-    if approvers:
-        detail["approvers"] = approvers
-    actor_kind = SYSTEM if role == SYSTEM_ROLE else USER
+    approved = given.ok and verdict.role == REVIEWER and bool(actor)
+    private.approved_by = (list(approvers) or [str(actor)]) if approved else None
     moved = commit(
-        store, task, new, private, kind, actor=actor, actor_kind=actor_kind, via=via, detail=detail
-    )
+        store, task, new, private, kind, actor=actor,
+        actor_kind=SYSTEM if verdict.role == SYSTEM_ROLE else USER, via=verdict.via,
+        detail=_detail(verdict, pending, edit, approvers),
+    )  # fmt: skip
     if moved is None:
-        raise _refuse_not_waiting(store, store.get(task["id"]) or task, pending.get("id"))
+        raise refuse_not_waiting(store, store.get(task["id"]) or task, pending.get("id"))
     return moved
 
 
-def _check_approver(
-    task: Task, needed: int, role: str, actor: str | None, editing: bool
-) -> list[str]:
-    """The approvers of a four-eyes Request once ``actor``'s approval counts;
-    refuses an approval that cannot count."""
-    if role != REVIEWER or not actor:
-        raise AnswerRefused(
-            "not-allowed", f"This request needs {needed} reviewers' approvals.", task=task
-        )
-    earlier = [str(a.get("by")) for a in approvals_of(task)]
-    if actor in earlier:
-        raise AnswerRefused(
-            "already-approved",
-            f"You already approved this request; it needs {needed} different reviewers.",
-            task=task,
-        )
-    if editing:
-        raise AnswerRefused(
-            "invalid",
-            "The arguments of a call that needs several approvals cannot be edited: "
-            "every reviewer must approve the same call.",
-            task=task,
-        )
-    return [*earlier, actor]
+def _detail(
+    verdict: Verdict, pending: dict[str, Any], edit: Edit | None, approvers: tuple[str, ...]
+) -> dict[str, Any]:
+    """The answer event's private part: the decision, never on the wire."""
+    given = verdict.answer
+    detail = {
+        "decision": verdict.decision, "role": verdict.role, "ok": given.ok, "data": given.data,
+        "reason": given.reason, "comment": verdict.comment, "request": pending.get("id"),
+        "kind": pending.get("kind"),
+    }  # fmt: skip
+    if edit is not None:
+        detail["arguments"] = {"before": edit.before, "after": edit.after}
+    if approvers:
+        detail["approvers"] = list(approvers)
+    return detail
 
 
 #: The outcome a decision shows on the wire (``metadata.requests``).
@@ -246,11 +227,37 @@ def record_outcome(task: Task, pending: dict[str, Any], decision: str) -> None:
 def expire(store: TaskStore, task: Task) -> Moved:
     """The Request's expiresAt passed: answered ``ok=False``, reason ``expired``."""
     pending = read(task).pending or {}
-    return answer(
-        store,
-        task,
-        Answer(id=pending.get("id"), ok=False, reason="expired"),
-        decision="expire",
-        role=SYSTEM_ROLE,
-        via="expiry",
+    given = Answer(id=pending.get("id"), ok=False, reason="expired")
+    return take_answer(
+        store, task, Verdict(given, decision="expire", role=SYSTEM_ROLE, via="expiry")
     )
+
+
+# -- moves that keep the Task waiting ---------------------------------------------------------
+
+
+def review_move(
+    store: TaskStore,
+    task: Task,
+    kind: str,
+    change: dict[str, Any],
+    *,
+    actor: str,
+    via: str,
+    detail: dict[str, Any],
+    drop: tuple[str, ...] = (),
+) -> Moved | None:
+    """A move of the waiting ``task`` that keeps its public state (a
+    reviewer's hold or release, a first approval, a reminder mark): its
+    private ``review`` notes without the keys ``drop``, with ``change``.
+    Recorded as an event, never sent on the wire (:data:`.states.UNSEEN`);
+    ``None`` when another writer moved the Task first."""
+    new, private = begin(task, kind)
+    review = {k: v for k, v in (private.review or {}).items() if k not in drop}
+    private.review = {**review, **change}
+    pending = private.pending or {}
+    return commit(
+        store, task, new, private, kind, actor=actor,
+        actor_kind=SYSTEM if via == "sweep" else USER, via=via,
+        detail={"request": pending.get("id"), "kind": pending.get("kind"), **detail},
+    )  # fmt: skip

@@ -10,12 +10,8 @@ narrows or widens this for its own Requests through
 ``TOOLNEXUS["TOOL_ANSWERERS"]`` or, where the operator did not decide, a
 ``data["answerers"]`` of the Request. The system (expiry) always may.
 
-Segregation of duties: a reviewer does not answer, as a reviewer, a Request
-of a Task they sent themselves that only a reviewer may answer — the
-requester of an approval never approves it, wherever the answer comes from
-(the admin, bulk, four eyes, ``answer_task(..., user=...)``) — unless
-``REVIEW["ALLOW_SELF_APPROVAL"]``. Where the requester may answer (an
-``input`` question, by default), they still may.
+Which reviewer may answer (the permission, segregation of duties) is the
+reviewer's side: :mod:`toolnexus_django.review.reviewers`.
 
 Every answer's data is checked against the Request's ``data.schema``; a
 decline, and an approval that carries no data, are valid whatever it says.
@@ -31,15 +27,10 @@ from toolnexus import Answer
 from ..agent.transcript import halted_tool
 from ..conf import toolnexus_settings
 from ..schemas import violations_of
-from ..stores.base import Task
-from . import states
 from .messages import text_part
-from .private import Private, read
+from .private import Private
 
 logger = logging.getLogger("toolnexus_django.lifecycle")
-
-#: The permission that makes a user a reviewer.
-ANSWER_PERMISSION = "toolnexus_django.answer_task"
 
 REVIEWER = "reviewer"
 REQUESTER = "requester"
@@ -64,7 +55,7 @@ class AnswerRefused(Exception):
     ``invalid`` (the data breaks the Request's schema: ``violations`` says
     how), ``already-approved`` (a four-eyes Request this reviewer approved
     already), or, for reviewers' claims, ``claimed`` (another reviewer holds
-    it), ``not-claimed`` and ``changed`` (the Task moved meanwhile)."""
+    it) and ``changed`` (the Task moved meanwhile)."""
 
     def __init__(
         self,
@@ -85,39 +76,6 @@ def invalid(what: str, violations: list[dict[str, str]], task: Any = None) -> An
     the first few ways how."""
     said = "; ".join(f"{v['path']}: {v['message']}" for v in violations[:3])
     return AnswerRefused("invalid", f"{what}: {said}", task=task, violations=violations)
-
-
-def is_reviewer(user: Any) -> bool:
-    """Whether ``user`` may answer (and claim) Tasks as a reviewer."""
-    return bool(user.is_active and user.has_perm(ANSWER_PERMISSION))
-
-
-#: Said to a reviewer who would answer their own Request.
-OWN_REQUEST = "You sent this request, so another reviewer must answer it (segregation of duties)."
-
-
-def check_reviewer(user: Any, task: Task | None = None) -> None:
-    """Refuse (``not-permitted``) a user who is not a reviewer; with
-    ``task``, refuse (``own-request``) one who sent it, if only a reviewer
-    may answer what it waits on (:func:`is_own_request`)."""
-    if not is_reviewer(user):
-        raise AnswerRefused("not-permitted", "You are not allowed to answer tasks.")
-    if task is not None and is_own_request(user, task):
-        raise AnswerRefused("own-request", OWN_REQUEST, task=task)
-
-
-def is_own_request(user: Any, task: Task | None) -> bool:
-    """Whether ``user`` sent ``task``, which waits on a Request only a
-    reviewer may answer, while ``REVIEW["ALLOW_SELF_APPROVAL"]`` is off:
-    then ``user`` may not answer it, nor claim it, as a reviewer."""
-    private = read(task)
-    if private.phase != states.WAITING or private.pending is None or private.owner is None:
-        return False
-    if str(getattr(user, "pk", None)) != private.owner:
-        return False
-    if toolnexus_settings.REVIEW["ALLOW_SELF_APPROVAL"]:
-        return False
-    return REQUESTER not in answerers_of(private)
 
 
 def answerers_of(private: Private) -> tuple[str, ...]:

@@ -1,11 +1,22 @@
-"""Review: people answering the Tasks that wait on them, and canceling.
+"""Review: the reviewer's side of a Task that waits on a person — every
+move a reviewer (or the requester, or code acting for one) makes, and the
+rules that say whether it may be made. The lifecycle makes the moves
+(:mod:`..lifecycle.answers`); the admin's pages call these.
 
 =========================  ======================================================
 module                     holds
 =========================  ======================================================
-:mod:`.answering`          :func:`answer_task`, the one way an answer goes in
+:mod:`.answering`          :func:`answer` (the rules, then the move) of a
+                           :class:`Verdict`; :func:`decide_task`, the one door
+                           by Task id, and :func:`answer_task`, its keyword form
+:mod:`.reviewers`          who reviews: the permission, segregation of duties
+:mod:`.claims`             a reviewer claiming a Task, releasing it, who holds it
+:mod:`.four_eyes`          approvals from several reviewers (``APPROVALS``)
+:mod:`.edits`              edit, then approve: a reviewer's arguments for the call
+:mod:`.bulk`               one decision for many Tasks
 :mod:`.cancel`             :func:`cancel_task`
-:mod:`.forms`              the admin's answer forms (generated from data.schema)
+:mod:`.forms`              the answer forms (generated from data.schema);
+                           :mod:`.edit_form`, the edit form
 :mod:`.notifications`      the reviewer e-mail when a Task starts waiting
 :mod:`.reminders`          :func:`remind_due`: reminders, escalations before expiry
 =========================  ======================================================
@@ -15,22 +26,40 @@ re-exported here).
 """
 
 from ..fulfilment.sweep import expire_due
-from ..lifecycle.requests import ANSWER_PERMISSION, DECISIONS, AnswerRefused
-from .answering import answer_task, answerers_for, check_answer_data, normalize_answerers
+from ..lifecycle import Verdict
+from ..lifecycle.requests import (
+    DECISIONS,
+    AnswerRefused,
+    answerers_for,
+    check_answer_data,
+    normalize_answerers,
+)
+from .answering import answer, answer_task, decide_task
+from .bulk import BulkResult, decide_many
 from .cancel import NotCancelable, TaskNotFound, cancel_task
+from .claims import claim_task, holder, release_task
 from .reminders import remind_due
+from .reviewers import ANSWER_PERMISSION
 
 __all__ = [
     "ANSWER_PERMISSION",
     "DECISIONS",
     "AnswerRefused",
+    "BulkResult",
     "NotCancelable",
     "TaskNotFound",
+    "Verdict",
+    "answer",
     "answer_task",
     "answerers_for",
     "cancel_task",
     "check_answer_data",
+    "claim_task",
+    "decide_many",
+    "decide_task",
     "expire_due",
+    "holder",
     "normalize_answerers",
+    "release_task",
     "remind_due",
 ]

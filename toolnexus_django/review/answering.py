@@ -1,12 +1,15 @@
 """Answering a Task that waits on a person — from the admin, an A2A message,
 or code — and handing it back to the background to resume.
 
-:func:`answer_task` is the one door: the lifecycle's ``answer`` move checks
-that whoever answers may answer this Request, that the Answer echoes it and
-that its data satisfies the Request's ``data.schema``, and moves the Task
-``input-required``/``auth-required`` -> ``working`` by compare-and-set (two
-reviewers at once: exactly one wins) with its event; the resume is enqueued
-once the transaction commits. The run never happens in the answering request.
+An answer is a :class:`~toolnexus_django.lifecycle.Verdict`. :func:`answer`
+applies the reviewer's rules to it — who may answer this Request, that its
+data satisfies the Request's ``data.schema``, an edit of the call, four eyes
+— and makes the lifecycle's move (``input-required``/``auth-required`` ->
+``working``, by compare-and-set: two reviewers at once, exactly one wins,
+with its event). :func:`decide_task` is the one door by Task id: it also
+enqueues the resume once the transaction commits and sends
+``task_answered``; :func:`answer_task` is its keyword form (public API). The
+run never happens in the answering request.
 """
 
 from __future__ import annotations
@@ -17,19 +20,84 @@ from toolnexus import Answer
 
 from .. import lifecycle
 from ..fulfilment.jobs import schedule_resume
+from ..lifecycle import Verdict
 from ..lifecycle.requests import (
-    ANSWER_PERMISSION,
-    DECISIONS,
-    REQUESTER,
     REVIEWER,
+    SYSTEM,
     AnswerRefused,
     answerers_for,
     check_answer_data,
-    normalize_answerers,
+    halted_tool_name,
+    invalid,
+    not_allowed_message,
 )
 from ..signals import task_answered
 from ..stores import TaskStore, get_task_store
 from ..stores.base import Task
+from .edits import edited_transcript
+from .four_eyes import approvals_needed, approvers_with, first_approval
+from .reviewers import check_reviewer
+
+
+def answer(store: TaskStore, task: Task, verdict: Verdict) -> lifecycle.Moved:
+    """Take ``verdict`` for the waiting ``task``: ``working`` with the answer
+    waiting to be resumed. Raises :class:`AnswerRefused`, changing nothing,
+    when a reviewing ``user`` may not answer it (no permission, their own
+    Request), the Task is not waiting, the Answer does not echo the pending
+    Request, the role may not answer it, its data breaks the schema, the
+    edit cannot be taken, or another answer won the race. A tool that needs
+    more than one approval (``REVIEW["APPROVALS"]``) keeps waiting until that
+    many different reviewers approved: the move returned is then a
+    ``review_approval``, the Task still waiting."""
+    if verdict.role == REVIEWER and verdict.user is not None:
+        check_reviewer(verdict.user, task)  # also: not their own Request (segregation of duties)
+    given = verdict.answer
+    pending = lifecycle.waiting_on(store, task, given)
+    private = lifecycle.read(task)
+    tool = halted_tool_name(private.halt, private.transcript, private.style or "")
+    if verdict.role != SYSTEM:
+        allowed = answerers_for(pending, tool)
+        if verdict.role not in allowed:
+            raise AnswerRefused("not-allowed", not_allowed_message(allowed), task=task)
+    violations = check_answer_data(pending, given)
+    if violations:
+        raise invalid("The answer does not match the request's schema", violations, task)
+    edit = None
+    if verdict.arguments is not None:
+        edit = edited_transcript(private, given, verdict.arguments, role=verdict.role)
+    needed = approvals_needed(tool) if given.ok else 1
+    if needed <= 1:
+        return lifecycle.take_answer(store, task, verdict, edit=edit)
+    approvers = approvers_with(task, needed, verdict.role, verdict.by, edit is not None)
+    if len(approvers) >= needed:
+        return lifecycle.take_answer(store, task, verdict, edit=edit, approvers=approvers)
+    moved = first_approval(
+        store, task, reviewer=str(verdict.by), comment=verdict.comment, needed=needed,
+        via=verdict.via,
+    )  # fmt: skip
+    if moved is None:
+        raise lifecycle.refuse_not_waiting(store, store.get(task["id"]) or task, pending.get("id"))
+    return moved
+
+
+def decide_task(task_id: str, verdict: Verdict, *, store: TaskStore | None = None) -> Task:
+    """Take ``verdict`` for the waiting Task ``task_id`` (:func:`answer`);
+    returns the Task as saved — ``working``, its resume enqueued once the
+    transaction commits, or still waiting after one approval of several.
+    Raises :class:`AnswerRefused` and changes nothing when the Task is
+    unknown or the answer is refused."""
+    store = store or get_task_store()
+    task = store.get(task_id)
+    if task is None:
+        raise AnswerRefused("not-found", f"Task not found: {task_id[:100]}")
+    moved = answer(store, task, verdict)
+    if moved.event is None or moved.event["kind"] not in ("answer", "expire"):
+        return moved.task  # one approval of several: the Task keeps waiting
+    schedule_resume(task_id, store)
+    task_answered.send_robust(
+        sender=answer_task, task_id=task_id, answer=verdict.answer, event=moved.event
+    )
+    return moved.task
 
 
 def answer_task(
@@ -60,39 +128,10 @@ def answer_task(
 
     A tool that needs several approvals (``REVIEW["APPROVALS"]``) returns the
     Task still waiting after each approval but the last; only the last one
-    resumes the run."""
-    store = store or get_task_store()
-    task = store.get(task_id)
-    if task is None:
-        raise AnswerRefused("not-found", f"Task not found: {task_id[:100]}")
-    moved = lifecycle.answer(
-        store,
-        task,
-        answer,
-        decision=decision,
-        role=role,
-        user=user,
-        actor=actor,
-        comment=comment,
-        via=via,
-        message=message,
-        arguments=arguments,
-    )
-    if moved.event is None or moved.event["kind"] not in ("answer", "expire"):
-        return moved.task  # one approval of several: the Task keeps waiting
-    schedule_resume(task_id, store)
-    task_answered.send_robust(sender=answer_task, task_id=task_id, answer=answer, event=moved.event)
-    return moved.task
-
-
-__all__ = [
-    "ANSWER_PERMISSION",
-    "DECISIONS",
-    "REQUESTER",
-    "REVIEWER",
-    "AnswerRefused",
-    "answer_task",
-    "answerers_for",
-    "check_answer_data",
-    "normalize_answerers",
-]
+    resumes the run. The keyword form of :func:`decide_task` (the fields of
+    :class:`~toolnexus_django.lifecycle.Verdict`)."""
+    verdict = Verdict(
+        answer, decision=decision, role=role, user=user, actor=actor, comment=comment, via=via,
+        message=message, arguments=arguments,
+    )  # fmt: skip
+    return decide_task(task_id, verdict, store=store)

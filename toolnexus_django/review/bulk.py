@@ -1,5 +1,5 @@
 """One decision for many Tasks: the queue's "Approve selected" and "Decline
-selected". Each Task is answered on its own, through :func:`answer_task`
+selected". Each Task is answered on its own, through :func:`.decide_task`
 (its own event, its own compare-and-set): a Task that changed meanwhile — answered,
 claimed by another reviewer, moved on to another Request — is reported,
 never overwritten."""
@@ -12,11 +12,13 @@ from typing import Any
 from toolnexus import Answer
 
 from .. import lifecycle
+from ..lifecycle import Verdict
 from ..lifecycle.requests import AnswerRefused, schema_of
 from ..schemas import violations_of
 from ..stores import TaskStore, get_task_store
-from .answering import answer_task
-from .claims import holder, reviewer_name
+from .answering import decide_task
+from .claims import holder
+from .reviewers import reviewer_name
 
 BULK_DECISIONS = ("approve", "decline")
 
@@ -74,11 +76,9 @@ def decide_many(
             continue
         ok = decision == "approve"
         answer = Answer(id=pending.get("id"), ok=ok, reason=None if ok else "declined")
+        verdict = Verdict(answer, decision, user=user, comment=comment, via="admin-bulk")
         try:
-            saved = answer_task(
-                task_id, answer, decision=decision, user=user, comment=comment,
-                via="admin-bulk", store=store,
-            )  # fmt: skip
+            saved = decide_task(task_id, verdict, store=store)
         except AnswerRefused as refused:
             result.skipped.append((task_id, str(refused)))
             continue

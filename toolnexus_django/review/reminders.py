@@ -7,8 +7,8 @@ seconds after that reminder, if still unanswered, it e-mails
 ``ESCALATE_EMAILS`` and sends :data:`~toolnexus_django.signals.review_escalation`.
 
 Each is sent once however many processes sweep: the sender is whoever records
-it first (:func:`toolnexus_django.lifecycle.mark_sent`, compare-and-set); the
-others see ``None`` and send nothing.
+it first (:func:`mark_sent`, a move of the waiting Task by compare-and-set);
+the others see ``None`` and send nothing.
 """
 
 from __future__ import annotations
@@ -76,10 +76,27 @@ def remind_due(store: TaskStore | None = None, now: datetime | None = None) -> d
     return {"reminded": reminded, "escalated": escalated}
 
 
+def mark_sent(
+    store: TaskStore, task: Task, kind: str, *, at: datetime | None = None
+) -> lifecycle.Moved | None:
+    """The sweep's reminder (``kind="remind"``) or escalation (``"escalate"``)
+    of ``task``: recorded once, as sent ``at`` (the sweep's clock; default
+    now). Whoever's compare-and-set wins sends it; a ``None`` means another
+    process did (or the Task moved)."""
+    key = "reminded" if kind == "remind" else "escalated"
+    if (lifecycle.read(task).review or {}).get(key):
+        return None
+    when = (at or timezone.now()).isoformat()
+    return lifecycle.review_move(
+        store, task, kind, {key: when}, actor="system", via="sweep",
+        detail={"decision": kind},
+    )  # fmt: skip
+
+
 def _mark(store: TaskStore, task: Task, kind: str, now: datetime) -> Task | None:
     """The Task with ``kind`` recorded, if this process recorded it."""
     try:
-        moved = lifecycle.mark_sent(store, task, kind, at=now)
+        moved = mark_sent(store, task, kind, at=now)
     except lifecycle.IllegalMove:
         return None  # no longer waiting (answered, canceled) since it was read
     return None if moved is None else moved.task

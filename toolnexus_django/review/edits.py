@@ -12,23 +12,15 @@ keeps both versions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from toolnexus import Answer
 
 from ..agent.transcript import TranscriptError, find_halt, with_arguments
 from ..conf import toolnexus_settings
+from ..lifecycle import Edit, Private
+from ..lifecycle.requests import REVIEWER, AnswerRefused, invalid
 from ..schemas import violations_of
-from .private import Private
-from .requests import REVIEWER, AnswerRefused, invalid
-
-
-@dataclass(frozen=True)
-class Edit:
-    transcript: list[dict[str, Any]]
-    before: dict[str, Any]
-    after: dict[str, Any]
 
 
 def can_edit(private: Private) -> bool:
@@ -43,9 +35,7 @@ def can_edit(private: Private) -> bool:
     )
 
 
-def edited_transcript(
-    private: Private, pending: dict[str, Any], given: Answer, arguments: Any, *, role: str
-) -> Edit:
+def edited_transcript(private: Private, given: Answer, arguments: Any, *, role: str) -> Edit:
     """The transcript with the halted call's arguments replaced by ``arguments``;
     raises :class:`AnswerRefused` when the edit cannot be taken."""
     if role != REVIEWER or not given.ok:

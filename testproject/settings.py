@@ -190,10 +190,10 @@ TOOLNEXUS = {
         "tools": DEMO_AGENTS[_agent]["tools"],
     },
     # Human review: payments need two different reviewers (four eyes); expense
-    # claims one. Claims lapse after TOOLNEXUS_CLAIM_SECONDS (15 minutes).
+    # claims one. A reviewer's hold lapses after TOOLNEXUS_HOLD_SECONDS (15 minutes).
     "REVIEW": {
         "APPROVALS": {"pay_supplier": 2},
-        "CLAIM_SECONDS": float(os.environ.get("TOOLNEXUS_CLAIM_SECONDS", "900")),
+        "HOLD_SECONDS": float(os.environ.get("TOOLNEXUS_HOLD_SECONDS", "900")),
     },
     "CLIENT": _client,
     "TASK_BACKEND": os.environ.get("TOOLNEXUS_TASK_BACKEND") or None,

@@ -245,7 +245,7 @@ def build(indices: Iterable[int], root: Any, django_user_model: Any) -> Scene:
     # a first approval from code, root's edit-then-approve in the admin (logged).
     by_reviewer = Client()
     by_reviewer.force_login(reviewer)
-    claimed = by_reviewer.post(reverse("admin:toolnexus_django_awaitinghumantask_claim",
+    claimed = by_reviewer.post(reverse("admin:toolnexus_django_awaitinghumantask_hold",
                                        args=[waiting]))  # fmt: skip
     assert claimed.status_code == 302, claimed.status_code
     return scene_rows(scene, root, reviewer, store)

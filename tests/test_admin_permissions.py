@@ -50,7 +50,7 @@ def client_for(user: Any) -> Client:
 
 def test_the_app_adds_the_urls_this_test_covers() -> None:
     names = {url.rstrip("/").rsplit("/", 1)[-1] for url in added_urls("t-1")}
-    assert names == {"next", "review", "claim", "release"}
+    assert names == {"next", "review", "hold", "release"}
 
 
 def test_a_staff_user_without_the_permission_gets_403_and_no_task_id(
@@ -80,7 +80,7 @@ def test_with_the_view_permission_they_read_with_answer_task_they_answer(
 ) -> None:
     waiting = waiting_expense("file my taxi")
     review = reverse("admin:toolnexus_django_awaitinghumantask_review", args=[waiting])
-    claim = reverse("admin:toolnexus_django_awaitinghumantask_claim", args=[waiting])
+    claim = reverse("admin:toolnexus_django_awaitinghumantask_hold", args=[waiting])
     nxt = reverse("admin:toolnexus_django_awaitinghumantask_next")
 
     viewer = client_for(staff(django_user_model, "vic", "view_awaitinghumantask"))

@@ -69,7 +69,7 @@ def sweep(scenes: list[Scene], root: Any) -> tuple[dict[str, list[str]], set[str
         approve = {"_answer": "approve", "request_id": pending_id(scene.waiting)}
         check(f"{review} (confirm)", client.post(review, approve))
         # ... and a claim is refused, saying who holds it.
-        claim = url("awaitinghumantask_claim", scene.waiting)
+        claim = url("awaitinghumantask_hold", scene.waiting)
         check(f"{claim} (refused)", client.post(claim, follow=True))
     for page in list_pages(scenes):
         check(page, client.get(page))

@@ -123,17 +123,17 @@ def test_a_claim_warns_the_second_reviewer_who_may_answer_anyway(
     task_id = waiting(rpc, agent, "claimed", then="Filed your taxi.")
     log_in(page, live_server.url, "rita", "rita-pw")
     page.goto(review_url(live_server.url, task_id))
-    expect(page.locator("#tnx-claim")).to_contain_text("Nobody is reviewing this task yet.")
-    page.click("#tnx-claim-button")
+    expect(page.locator("#tnx-hold")).to_contain_text("Nobody is reviewing this task yet.")
+    page.click("#tnx-hold-button")
     expect(page.locator(".messagelist .success")).to_contain_text("You are reviewing this task")
-    expect(page.locator("#tnx-claim")).to_contain_text("Being reviewed by rita")
+    expect(page.locator("#tnx-hold")).to_contain_text("Being reviewed by rita")
     expect(page.locator("#tnx-release")).to_be_visible()
 
     sam = reviewer_page(new_context, live_server.url, "sam")
     sam.goto(f"{live_server.url}{QUEUE}")
     expect(rows(sam).first.locator(".field-review")).to_contain_text("being reviewed by rita")
     sam.goto(review_url(live_server.url, task_id))
-    expect(sam.locator("#tnx-claim")).to_contain_text("Being reviewed by rita")
+    expect(sam.locator("#tnx-hold")).to_contain_text("Being reviewed by rita")
     expect(sam.locator("#tnx-take-over")).to_be_visible()
     approve = sam.locator("#tnx-approve-form")
     expect(approve).to_contain_text("Answer anyway: rita is reviewing this task")
@@ -143,7 +143,7 @@ def test_a_claim_warns_the_second_reviewer_who_may_answer_anyway(
     )
     assert rpc.get(task_id)["result"]["status"]["state"] == "input-required"
     assert decisions_of(task_id) == []
-    sam.screenshot(path=str(screenshots(tmp_path) / "review-claimed.png"))
+    sam.screenshot(path=str(screenshots(tmp_path) / "review-held.png"))
 
     approve = sam.locator("#tnx-approve-form")
     approve.get_by_label("Answer anyway: rita is reviewing this task").check()
@@ -286,8 +286,8 @@ def test_the_queue_filters_by_tool_and_claim_and_searches_tools_and_arguments(
     )
     log_in(page, live_server.url, "rita", "rita-pw")
     page.goto(review_url(live_server.url, taxi))
-    page.click("#tnx-claim-button")
-    expect(page.locator("#tnx-claim")).to_contain_text("Being reviewed by rita")
+    page.click("#tnx-hold-button")
+    expect(page.locator("#tnx-hold")).to_contain_text("Being reviewed by rita")
 
     page.goto(f"{live_server.url}{QUEUE}")
     expect(rows(page)).to_have_count(3)
@@ -318,10 +318,10 @@ def test_the_queue_filters_by_tool_and_claim_and_searches_tools_and_arguments(
     expect(search("no such words")).to_have_count(0)
 
     page.goto(f"{live_server.url}{QUEUE}")  # the filters' links keep the search
-    filters.locator("details[data-filter-title='claimed'] a", has_text="by me").click()
+    filters.locator("details[data-filter-title='held'] a", has_text="by me").click()
     expect(rows(page)).to_have_count(1)
     expect(rows(page).first.locator(f"a[href*='{taxi}']")).to_have_count(1)
-    filters.locator("details[data-filter-title='claimed'] a", has_text="by nobody").click()
+    filters.locator("details[data-filter-title='held'] a", has_text="by nobody").click()
     expect(rows(page)).to_have_count(2)
 
 
@@ -341,7 +341,7 @@ def test_recent_actions_and_the_tasks_history_show_the_decisions(
     task_id = waiting(rpc, agent, "logged")
     log_in(page, live_server.url, "rita", "rita-pw")
     page.goto(review_url(live_server.url, task_id))
-    page.click("#tnx-claim-button")
+    page.click("#tnx-hold-button")
     expect(page.locator("#tnx-release")).to_be_visible()
     page.fill("#id_approve-comment", "Matches the receipt.")
     page.locator("#tnx-approve-form button.tnx-approve").click()
@@ -351,14 +351,14 @@ def test_recent_actions_and_the_tasks_history_show_the_decisions(
     page.goto(f"{live_server.url}/admin/")
     recent = page.locator("#recent-actions-module")
     expect(recent.locator("li")).to_have_count(2)
-    expect(recent).to_contain_text("Claimed “Approve an expense claim of 42.50")
+    expect(recent).to_contain_text("Held “Approve an expense claim of 42.50")
     expect(recent).to_contain_text("Approved “Approve an expense claim of 42.50")
 
     page.goto(f"{live_server.url}/admin/toolnexus_django/taskrecord/{task_id}/history/")
     history = page.locator("#change-history tbody tr")
     expect(history).to_have_count(2)
     expect(history.nth(0)).to_contain_text("rita")
-    expect(history.nth(0)).to_contain_text("Claimed “Approve an expense claim of 42.50")
+    expect(history.nth(0)).to_contain_text("Held “Approve an expense claim of 42.50")
     expect(history.nth(1)).to_contain_text("Approved “Approve an expense claim of 42.50")
     expect(history.nth(1)).to_contain_text("comment: “Matches the receipt.”")
     full_page_screenshot(page, screenshots(tmp_path) / "review-history.png")
@@ -409,7 +409,7 @@ def test_an_answered_task_keeps_a_read_only_review_page(
     expect(transcript.locator(".tnx-flag")).to_have_text("halted here for review")
     expect(page.locator("#tnx-answer")).to_contain_text("Nothing is waiting for a person here")
     expect(page.locator("form.tnx-answer")).to_have_count(0)
-    expect(page.locator("#tnx-claim")).to_have_count(0)
+    expect(page.locator("#tnx-hold")).to_have_count(0)
     kinds = page.locator("#tnx-timeline tr.tnx-event .tnx-kind")
     expect(kinds).to_have_text(["submit", "claim", "suspend", "answer", "resume", "complete"])
     full_page_screenshot(page, screenshots(tmp_path) / "review-answered.png")
@@ -487,7 +487,7 @@ def test_four_eyes_needs_a_second_reviewer_before_the_tool_runs(
 
     page.goto(review_url(live_server.url, task_id))
     expect(page.locator("#tnx-approvals")).to_have_text("1 of 2 approvals: rita")
-    expect(page.locator("#tnx-claim")).to_contain_text("You approved it")
+    expect(page.locator("#tnx-hold")).to_contain_text("You approved it")
     page.locator("#tnx-approve-form button.tnx-approve").click()  # again: refused
     expect(page.locator(".messagelist .warning")).to_have_text(
         "You already approved this request; it needs 2 different reviewers."
@@ -547,7 +547,7 @@ def test_the_queue_fits_1280_px_with_the_navigation_sidebar_open(
     )
     log_in(page, live_server.url, "rita", "rita-pw")
     page.goto(review_url(live_server.url, claimed))
-    page.click("#tnx-claim-button")
+    page.click("#tnx-hold-button")
     expect(page.locator("#tnx-release")).to_be_visible()
 
     page.goto(f"{live_server.url}{QUEUE}")

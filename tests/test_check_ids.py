@@ -128,7 +128,7 @@ CASES: list[Case] = [
     # REVIEW
     Case("E500", "E011", {"REVIEW": "four eyes"}),
     Case("E501", "E001", section("REVIEW", REMIND_BEFOR=600)),
-    Case("E502", "E011", section("REVIEW", CLAIM_SECONDS=0)),
+    Case("E502", "E011", section("REVIEW", HOLD_SECONDS=0)),
     Case("E503", "E011", section("REVIEW", APPROVALS=["wire_money"])),
     Case("E504", "E011", section("REVIEW", EDIT_ARGUMENTS="yes")),
     Case("E505", "E011", section("REVIEW", ALLOW_SELF_APPROVAL="yes")),

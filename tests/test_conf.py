@@ -222,7 +222,7 @@ def test_keys_that_moved_into_review_are_read_there(settings: Any) -> None:
     settings.TOOLNEXUS = {"REVIEW_NOTIFY_EMAILS": ["ops@x.example"], "REVIEW_BASE_URL": "https://x"}
     assert toolnexus_settings.REVIEW["NOTIFY_EMAILS"] == ["ops@x.example"]
     assert toolnexus_settings.REVIEW["BASE_URL"] == "https://x"
-    assert toolnexus_settings.REVIEW["CLAIM_SECONDS"] == 900.0  # the rest: defaults
+    assert toolnexus_settings.REVIEW["HOLD_SECONDS"] == 900.0  # the rest: defaults
     with pytest.raises(AttributeError):
         toolnexus_settings.REVIEW_NOTIFY_EMAILS  # noqa: B018
     # Written both ways, REVIEW's own key wins.

@@ -30,8 +30,8 @@ from toolnexus_django.lifecycle import Verdict, states
 from toolnexus_django.lifecycle.messages import text_part
 from toolnexus_django.lifecycle.moves import CANCELED_TEXT, Moved
 from toolnexus_django.lifecycle.requests import REVIEWER_NOTE
-from toolnexus_django.review.claims import claim_review, release_review
 from toolnexus_django.review.four_eyes import first_approval
+from toolnexus_django.review.holds import end_hold, start_hold
 from toolnexus_django.review.reminders import mark_sent
 from toolnexus_django.review.reviewers import ANSWER_PERMISSION
 from toolnexus_django.stores import InMemoryTaskStore
@@ -173,8 +173,8 @@ VERBS: dict[str, Verb] = {
     "release": lambda s, t: lifecycle.release(s, t),
     "requeue": lambda s, t: lifecycle.requeue(s, t),
     "give_up": lambda s, t: lifecycle.give_up(s, t),
-    "review_claim": lambda s, t: claim_review(s, t, reviewer="rita"),
-    "review_release": lambda s, t: release_review(s, t, reviewer="rita"),
+    "review_hold": lambda s, t: start_hold(s, t, reviewer="rita"),
+    "review_release": lambda s, t: end_hold(s, t, reviewer="rita"),
     "review_approval": lambda s, t: first_approval(
         s, t, reviewer="rita", comment="", needed=2, via="admin"
     ),
@@ -211,7 +211,7 @@ AFTER: dict[tuple[str, str], tuple[str, str]] = {
     ("give_up", states.RUNNING): (states.FAILED, states.DONE),
     ("give_up", states.RESUMING): (states.FAILED, states.DONE),
     # A reviewer's moves keep the Task waiting (and are never sent on the wire).
-    ("review_claim", states.WAITING): (states.INPUT_REQUIRED, states.WAITING),
+    ("review_hold", states.WAITING): (states.INPUT_REQUIRED, states.WAITING),
     ("review_release", states.WAITING): (states.INPUT_REQUIRED, states.WAITING),
     ("review_approval", states.WAITING): (states.INPUT_REQUIRED, states.WAITING),
     ("remind", states.WAITING): (states.INPUT_REQUIRED, states.WAITING),

@@ -35,7 +35,7 @@ def test_good_review_settings_pass(ids: Any) -> None:
     assert (
         ids(
             {
-                "CLAIM_SECONDS": 60,
+                "HOLD_SECONDS": 60,
                 "APPROVALS": {"wire_money": 2},
                 "EDIT_ARGUMENTS": False,
                 "REMIND_BEFORE": 3600,
@@ -55,9 +55,9 @@ def test_good_review_settings_pass(ids: Any) -> None:
     [
         ("not a dict", {_id("E500")}),
         ({"REMIND_BEFOR": 600}, {_id("E501")}),
-        ({"CLAIM_SECONDS": 0}, {_id("E502")}),
-        ({"CLAIM_SECONDS": "900"}, {_id("E502")}),
-        ({"CLAIM_SECONDS": True}, {_id("E502")}),
+        ({"HOLD_SECONDS": 0}, {_id("E502")}),
+        ({"HOLD_SECONDS": "900"}, {_id("E502")}),
+        ({"HOLD_SECONDS": True}, {_id("E502")}),
         ({"APPROVALS": ["wire_money"]}, {_id("E503")}),
         ({"APPROVALS": {"wire_money": 0}}, {_id("E503")}),
         ({"APPROVALS": {"wire_money": "2"}}, {_id("E503")}),
@@ -84,3 +84,34 @@ def test_the_review_check_is_registered_and_stops_manage_py_check(settings: Any)
     assert E012 in {m.id for m in checks.run_checks(tags=["compatibility"])}
     with pytest.raises(SystemCheckError, match=r"toolnexus_django\.E012"):
         call_command("check")
+
+
+def test_claim_seconds_is_read_as_hold_seconds_and_warned_as_moved(settings: Any) -> None:
+    """Issue 20: a reviewer "holds" a Task; REVIEW["CLAIM_SECONDS"] is still
+    honoured (where HOLD_SECONDS is not set), with W101 and no E501."""
+    from toolnexus_django.checks import check_settings
+    from toolnexus_django.conf import toolnexus_settings
+
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "REVIEW": {"CLAIM_SECONDS": 60}}
+    assert toolnexus_settings.REVIEW["HOLD_SECONDS"] == 60
+    assert "CLAIM_SECONDS" not in toolnexus_settings.REVIEW
+    found = [m for m in check_settings(None) if m.id.startswith("toolnexus_django")]
+    assert [(m.id, m.msg) for m in found] == [
+        (
+            _id("W101"),
+            "TOOLNEXUS['REVIEW']['CLAIM_SECONDS'] moved to TOOLNEXUS['REVIEW']['HOLD_SECONDS']:"
+            " it is still read for now, unless that is set too",
+        )
+    ]
+
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "REVIEW": {"CLAIM_SECONDS": 60, "HOLD_SECONDS": 5}}
+    assert toolnexus_settings.REVIEW["HOLD_SECONDS"] == 5  # the new key wins
+
+
+def test_a_bad_claim_seconds_is_e502_under_its_old_name(settings: Any) -> None:
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "REVIEW": {"CLAIM_SECONDS": 0}}
+    [error] = check_review()
+    assert (error.id, error.msg) == (
+        _id("E502"),
+        "TOOLNEXUS['REVIEW']['CLAIM_SECONDS'] must be a positive number of seconds, not 0",
+    )

@@ -21,8 +21,8 @@ from toolnexus_django.lifecycle import Verdict, states
 from toolnexus_django.lifecycle.events import Event
 from toolnexus_django.lifecycle.messages import text_part
 from toolnexus_django.push.delivery import notifications
-from toolnexus_django.review.claims import claim_of, claim_review, release_review
 from toolnexus_django.review.four_eyes import approvals_of
+from toolnexus_django.review.holds import end_hold, hold_of, start_hold
 from toolnexus_django.review.reminders import mark_sent
 from toolnexus_django.stores import InMemoryTaskStore
 from toolnexus_django.stores.base import Task, state_of
@@ -83,55 +83,55 @@ def test_suspension_records_the_halted_tool_its_schema_and_the_skill_loaded() ->
 def test_a_claim_names_its_reviewer_and_refuses_another_until_taken_over() -> None:
     store = InMemoryTaskStore()
     task = waiting(store)
-    claimed = claim_review(store, task, reviewer="rita")
+    claimed = start_hold(store, task, reviewer="rita")
     assert claimed is not None
-    held = claim_of(claimed.task)
+    held = hold_of(claimed.task)
     assert held is not None and held["by"] == "rita"
     assert state_of(claimed.task) == states.INPUT_REQUIRED  # still waiting
 
     with pytest.raises(lifecycle.AnswerRefused) as refused:
-        claim_review(store, claimed.task, reviewer="sam")
-    assert refused.value.reason == "claimed"
+        start_hold(store, claimed.task, reviewer="sam")
+    assert refused.value.reason == "held"
     assert "being reviewed by rita" in str(refused.value)
 
-    taken = claim_review(store, claimed.task, reviewer="sam", take_over=True)
-    assert taken is not None and claim_of(taken.task)["by"] == "sam"  # type: ignore[index]
+    taken = start_hold(store, claimed.task, reviewer="sam", take_over=True)
+    assert taken is not None and hold_of(taken.task)["by"] == "sam"  # type: ignore[index]
     assert taken.event is not None and taken.event["private"]["took_over_from"] == "rita"
-    assert kinds(store, task)[-2:] == ["review_claim", "review_claim"]
+    assert kinds(store, task)[-2:] == ["review_hold", "review_hold"]
 
 
 def test_two_reviewers_claiming_the_same_version_one_wins() -> None:
     store = InMemoryTaskStore()
     task = waiting(store)
-    first = claim_review(store, copy.deepcopy(task), reviewer="rita")
-    second = claim_review(store, copy.deepcopy(task), reviewer="sam")
+    first = start_hold(store, copy.deepcopy(task), reviewer="rita")
+    second = start_hold(store, copy.deepcopy(task), reviewer="sam")
     assert first is not None and second is None
-    assert claim_of(store.get(task["id"]))["by"] == "rita"  # type: ignore[index]
+    assert hold_of(store.get(task["id"]))["by"] == "rita"  # type: ignore[index]
 
 
 def test_a_claim_lapses_after_claim_seconds(settings: Any) -> None:
-    settings.TOOLNEXUS = {"REVIEW": {"CLAIM_SECONDS": 60}}
+    settings.TOOLNEXUS = {"REVIEW": {"HOLD_SECONDS": 60}}
     store = InMemoryTaskStore()
-    claimed = claim_review(store, waiting(store), reviewer="rita")
+    claimed = start_hold(store, waiting(store), reviewer="rita")
     assert claimed is not None
     now = timezone.now()
-    assert claim_of(claimed.task, now + timedelta(seconds=59)) is not None
-    assert claim_of(claimed.task, now + timedelta(seconds=61)) is None
+    assert hold_of(claimed.task, now + timedelta(seconds=59)) is not None
+    assert hold_of(claimed.task, now + timedelta(seconds=61)) is None
 
 
 def test_a_release_drops_the_claim_and_cannot_drop_someone_elses() -> None:
     store = InMemoryTaskStore()
-    claimed = claim_review(store, waiting(store), reviewer="rita")
+    claimed = start_hold(store, waiting(store), reviewer="rita")
     assert claimed is not None
     with pytest.raises(lifecycle.AnswerRefused):
-        release_review(store, claimed.task, reviewer="sam")
-    released = release_review(store, claimed.task, reviewer="rita")
-    assert released is not None and claim_of(released.task) is None
+        end_hold(store, claimed.task, reviewer="sam")
+    released = end_hold(store, claimed.task, reviewer="rita")
+    assert released is not None and hold_of(released.task) is None
 
 
 def test_an_answer_drops_the_claim() -> None:
     store = InMemoryTaskStore()
-    claimed = claim_review(store, waiting(store), reviewer="rita")
+    claimed = start_hold(store, waiting(store), reviewer="rita")
     assert claimed is not None
     answered = approve(store, claimed.task, "rita")
     assert lifecycle.read(answered.task).review is None
@@ -266,12 +266,12 @@ def test_reviewers_moves_send_nothing_on_a_stream_or_a_push() -> None:
     seq = lifecycle.read(task).seq
     follower = Follower(task, Dialect.V10, after=None)
     follower.opening()
-    claimed = claim_review(store, task, reviewer="rita")
+    claimed = start_hold(store, task, reviewer="rita")
     assert claimed is not None
     reminded = mark_sent(store, claimed.task, "remind")
     assert reminded is not None
     events, current = follower.read(store)
-    assert [e.kind for e in events] == ["review_claim", "remind"]
+    assert [e.kind for e in events] == ["review_hold", "remind"]
     assert follower.take(events, current) == []
     assert follower.position.seq == seq + 2
     row = SimpleNamespace(dialect="0.3")

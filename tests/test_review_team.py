@@ -25,11 +25,11 @@ from toolnexus_django import lifecycle
 from toolnexus_django.lifecycle.requests import AnswerRefused
 from toolnexus_django.review import answer_task
 from toolnexus_django.review.bulk import decidable_in_bulk, decide_many
-from toolnexus_django.review.claims import claim_of, claim_task
+from toolnexus_django.review.holds import hold_of, hold_task
 
 QUEUE = "admin:toolnexus_django_awaitinghumantask_changelist"
 REVIEW = "admin:toolnexus_django_awaitinghumantask_review"
-CLAIM = "admin:toolnexus_django_awaitinghumantask_claim"
+HOLD = "admin:toolnexus_django_awaitinghumantask_hold"
 RELEASE = "admin:toolnexus_django_awaitinghumantask_release"
 NEXT = "admin:toolnexus_django_awaitinghumantask_next"
 DECISIONS = "admin:toolnexus_django_taskdecision_changelist"
@@ -118,15 +118,15 @@ def test_two_reviewers_claiming_at_once_one_wins(rita: Any, sam: Any) -> None:
     for _ in range(3):  # the race goes either way; every round has one winner
         task_id = waiting_expense()
         first, second = together(
-            lambda t=task_id: claim_task(t, rita), lambda t=task_id: claim_task(t, sam)
+            lambda t=task_id: hold_task(t, rita), lambda t=task_id: hold_task(t, sam)
         )
         won = [r for r in (first, second) if not isinstance(r, Exception)]
         lost = [r for r in (first, second) if isinstance(r, Exception)]
         assert len(won) == 1 and len(lost) == 1
-        assert isinstance(lost[0], AnswerRefused) and lost[0].reason == "claimed"
-        holder = claim_of(won[0])
+        assert isinstance(lost[0], AnswerRefused) and lost[0].reason == "held"
+        holder = hold_of(won[0])
         assert holder is not None and f"reviewed by {holder['by']}" in str(lost[0])
-        assert [e["kind"] for e in events_of(task_id)].count("review_claim") == 1
+        assert [e["kind"] for e in events_of(task_id)].count("review_hold") == 1
 
 
 @pytest.mark.django_db
@@ -135,25 +135,25 @@ def test_claim_release_and_take_over_in_the_admin_each_in_the_admin_log(
 ) -> None:
     task_id = waiting_expense()
     as_rita, as_sam = client_for(rita), client_for(sam)
-    assert as_rita.post(reverse(CLAIM, args=[task_id])).status_code == 302
+    assert as_rita.post(reverse(HOLD, args=[task_id])).status_code == 302
     page = as_sam.get(reverse(REVIEW, args=[task_id]))
     assert page.context["held_by_other"] and b"Being reviewed by rita" in page.content
     queue = as_sam.get(reverse(QUEUE)).content.decode()
     assert "being reviewed by rita" in queue
 
     # Sam claiming is refused (he can take over instead); rita releases.
-    refused = as_sam.post(reverse(CLAIM, args=[task_id]))
+    refused = as_sam.post(reverse(HOLD, args=[task_id]))
     assert "being reviewed by rita" in flashed(as_sam.get(refused.url))[0][1]
     as_rita.post(reverse(RELEASE, args=[task_id]))
-    assert claim_of(private_task(task_id)) is None
-    as_rita.post(reverse(CLAIM, args=[task_id]))
-    as_sam.post(reverse(CLAIM, args=[task_id]), {"take_over": "1"})
-    assert claim_of(private_task(task_id))["by"] == "sam"  # type: ignore[index]
+    assert hold_of(private_task(task_id)) is None
+    as_rita.post(reverse(HOLD, args=[task_id]))
+    as_sam.post(reverse(HOLD, args=[task_id]), {"take_over": "1"})
+    assert hold_of(private_task(task_id))["by"] == "sam"  # type: ignore[index]
     assert [m.split(" “")[0] for m in log_of(task_id)] == [
-        "Claimed", "Released", "Claimed", "Took over",
+        "Held", "Released", "Held", "Took over",
     ]  # fmt: skip
     # GET is never a claim.
-    assert as_sam.get(reverse(CLAIM, args=[task_id])).status_code == 405
+    assert as_sam.get(reverse(HOLD, args=[task_id])).status_code == 405
 
 
 def private_task(task_id: str) -> Any:
@@ -165,16 +165,16 @@ def private_task(task_id: str) -> Any:
 @pytest.mark.django_db
 def test_answering_a_task_another_reviewer_holds_needs_a_confirmation(rita: Any, sam: Any) -> None:
     task_id = waiting_expense()
-    claim_task(task_id, rita)
+    hold_task(task_id, rita)
     as_sam = client_for(sam)
     request_id = private_of(task_id).pending["id"]  # type: ignore[index]
     form = {"_answer": "approve", "request_id": request_id}
     warned = as_sam.post(reverse(REVIEW, args=[task_id]), form)
-    assert warned.status_code == 200 and warned.context["confirm_claim"]
+    assert warned.status_code == 200 and warned.context["confirm_hold"]
     assert b"Answer anyway: rita is reviewing this task" in warned.content
     assert lifecycle.phase_of(private_task(task_id)) == lifecycle.states.WAITING
 
-    done = as_sam.post(reverse(REVIEW, args=[task_id]), {**form, "_confirm_claimed": "1"})
+    done = as_sam.post(reverse(REVIEW, args=[task_id]), {**form, "_confirm_held": "1"})
     assert done.status_code == 302
     assert lifecycle.phase_of(private_task(task_id)) == lifecycle.states.ANSWERED
 
@@ -196,7 +196,7 @@ def test_bulk_approve_in_the_admin_confirms_then_answers_each_and_reports_the_re
 ) -> None:
     ids = [waiting_expense(f"claim {n}") for n in range(3)]
     held = waiting_expense("held by sam")
-    claim_task(held, sam)
+    hold_task(held, sam)
     free_text = {"id": "q1", "kind": "input", "prompt": "Which city?"}
     question = str(task_in("input-required", request=free_text)["id"])
     as_rita = client_for(rita)
@@ -326,7 +326,7 @@ def test_answer_and_review_next_skips_tasks_others_hold(rita: Any, sam: Any) -> 
     older = waiting_expense("older")
     held = waiting_expense("held")
     newest = waiting_expense("newest")
-    claim_task(held, sam)
+    hold_task(held, sam)
     as_rita = client_for(rita)
     request_id = private_of(newest).pending["id"]  # type: ignore[index]
     went = as_rita.post(
@@ -341,14 +341,14 @@ def test_answer_and_review_next_skips_tasks_others_hold(rita: Any, sam: Any) -> 
 def test_decisions_list_history_page_and_recent_actions(rita: Any, sam: Any) -> None:
     mine, theirs = waiting_expense("mine"), waiting_expense("theirs")
     as_rita = client_for(rita)
-    as_rita.post(reverse(CLAIM, args=[mine]))
+    as_rita.post(reverse(HOLD, args=[mine]))
     for task_id, who in ((mine, rita), (theirs, sam)):
         pending = private_of(task_id).pending or {}
         answer_task(task_id, Answer(id=pending["id"], ok=True), decision="approve", user=who)
     listed = as_rita.get(reverse(DECISIONS))
     rows = listed.context["cl"].result_list
     assert {(r.task_id, r.kind, r.actor) for r in rows} >= {
-        (mine, "review_claim", "rita"), (mine, "answer", "rita"), (theirs, "answer", "sam"),
+        (mine, "review_hold", "rita"), (mine, "answer", "rita"), (theirs, "answer", "sam"),
     }  # fmt: skip
     only_mine = as_rita.get(reverse(DECISIONS), {"mine": "1"}).context["cl"].result_list
     assert {r.actor for r in only_mine} == {"rita"}
@@ -356,9 +356,9 @@ def test_decisions_list_history_page_and_recent_actions(rita: Any, sam: Any) -> 
     assert {r.kind for r in approved} == {"answer"}
 
     history = as_rita.get(reverse(HISTORY, args=[mine]))
-    assert b"Claimed" in history.content
+    assert b"Held" in history.content
     index = as_rita.get(reverse("admin:index"))
-    assert b"Claimed" in index.content  # "Recent actions"
+    assert b"Held" in index.content  # "Recent actions"
 
 
 def test_an_edited_call_runs_with_the_edited_arguments(
@@ -414,14 +414,14 @@ def test_the_claimed_filter_reads_live_claims_as_the_column_does(rita: Any, sam:
     from toolnexus_django.stores import get_task_store
 
     mine, theirs, lapsed, free = (waiting_expense(n) for n in ("mine", "theirs", "lapsed", "free"))
-    claim_task(mine, rita)
-    claim_task(theirs, sam)
-    claim_task(lapsed, rita)
+    hold_task(mine, rita)
+    hold_task(theirs, sam)
+    hold_task(lapsed, rita)
     store = get_task_store()
     task = store.get(lapsed)
     assert task is not None
     private = lifecycle.read(task)
-    private.review = {"claim": {"by": "rita", "at": "2020-01-01T00:00:00+00:00"}}
+    private.review = {"hold": {"by": "rita", "at": "2020-01-01T00:00:00+00:00"}}
     older = copy.deepcopy(task)
     lifecycle.write(older, private)
     assert store.compare_and_set(task, older)  # rita's claim, long lapsed
@@ -429,7 +429,7 @@ def test_the_claimed_filter_reads_live_claims_as_the_column_does(rita: Any, sam:
     as_rita = client_for(rita)
 
     def listed(value: str) -> set[str]:
-        page = as_rita.get(reverse(QUEUE), {"claimed": value})
+        page = as_rita.get(reverse(QUEUE), {"held": value})
         return {str(r.pk) for r in page.context["cl"].result_list}
 
     assert listed("mine") == {mine}

@@ -31,7 +31,7 @@ from tests.utils import decisions_of, events_of, halted_transcript, pending_id, 
 from toolnexus_django.models import TaskRecord
 from toolnexus_django.review import AnswerRefused, answer_task
 from toolnexus_django.review.bulk import decide_many
-from toolnexus_django.review.claims import claim_task
+from toolnexus_django.review.holds import hold_task
 from toolnexus_django.review.reviewers import OWN_REQUEST
 
 pytestmark = pytest.mark.django_db
@@ -98,7 +98,7 @@ def test_the_requester_cannot_answer_their_own_approval_from_code(rita: Any, sam
             decision="decline",
             user=rita,
         ),
-        "claim": lambda: claim_task(task_id, rita),
+        "hold": lambda: hold_task(task_id, rita),
     }
     for move, make in moves.items():
         with pytest.raises(AnswerRefused) as refused:
@@ -168,7 +168,7 @@ def test_the_review_page_says_it_is_their_own_and_refuses_the_answer(rita: Any, 
     page = client.get(reverse(REVIEW, args=[task_id])).content.decode()
     assert 'id="tnx-own-request"' in page and "You sent this request" in page
     assert 'name="_answer"' not in page  # no answer forms
-    assert "tnx-claim-button" not in page  # nor a claim
+    assert "tnx-hold-button" not in page  # nor a hold
     queue = client.get(reverse(QUEUE)).content.decode()
     assert "your own request" in queue
     assert "your own request" not in client_for(sam).get(reverse(QUEUE)).content.decode()

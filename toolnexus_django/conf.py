@@ -34,11 +34,14 @@ RETIRED: dict[str, str] = {
     "WORKER_THREADS": "runs hold no thread any more; MAX_RUNS bounds the runs in flight",
 }
 
-#: Keys that moved into a section -> (section, key). Still honoured for now
-#: (the system checks warn, toolnexus_django.W101); the section's own key wins.
-MOVED: dict[str, tuple[str, str]] = {
-    "REVIEW_NOTIFY_EMAILS": ("REVIEW", "NOTIFY_EMAILS"),
-    "REVIEW_BASE_URL": ("REVIEW", "BASE_URL"),
+#: Keys that moved -> where they are read now, (section, key). An old key is
+#: its path: a top-level key, or a key of a section. Still honoured for now
+#: (the system checks warn, toolnexus_django.W101); the new key, where set, wins.
+MOVED: dict[tuple[str, ...], tuple[str, str]] = {
+    ("REVIEW_NOTIFY_EMAILS",): ("REVIEW", "NOTIFY_EMAILS"),
+    ("REVIEW_BASE_URL",): ("REVIEW", "BASE_URL"),
+    # A reviewer "holds" a Task; the word "claim" is a worker's (a run's lease).
+    ("REVIEW", "CLAIM_SECONDS"): ("REVIEW", "HOLD_SECONDS"),
 }
 
 #: Every recognised key and its default. Keys not listed here (nor in RETIRED
@@ -95,7 +98,8 @@ DEFAULTS: dict[str, Any] = {
     #     (Django's mail framework; empty = no mail).
     #   BASE_URL: the absolute base URL the link to its review page starts
     #     with (e.g. "https://ops.example.com"; None = a site-relative link).
-    #   CLAIM_SECONDS: a reviewer's claim on a Task lapses after this long.
+    #   HOLD_SECONDS: a reviewer's hold on a Task lapses after this long
+    #     (CLAIM_SECONDS before: still read, with a warning, W101).
     #   APPROVALS: {tool name: approvals needed}; 2 = four eyes (two different
     #     reviewers approve before the run resumes). Tools not named need one.
     #   EDIT_ARGUMENTS: reviewers may change a halted tool call's arguments
@@ -113,7 +117,7 @@ DEFAULTS: dict[str, Any] = {
     "REVIEW": {
         "NOTIFY_EMAILS": [],
         "BASE_URL": None,
-        "CLAIM_SECONDS": 900.0,
+        "HOLD_SECONDS": 900.0,
         "APPROVALS": {},
         "EDIT_ARGUMENTS": True,
         "REMIND_BEFORE": None,
@@ -369,9 +373,20 @@ def known_keys(section: str) -> tuple[str, ...]:
     raise ValueError(section)
 
 
+def written(user: dict[str, Any], path: tuple[str, ...]) -> tuple[bool, Any]:
+    """Whether the setting as written (``user``) sets ``path`` (a key, or a
+    section's key), and to what."""
+    value: Any = user
+    for part in path:
+        if not isinstance(value, dict) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
+
+
 def merge(user: dict[str, Any]) -> dict[str, Any]:
     """Overlay the user's dict on the defaults (one level deep for dict
-    sections), the keys that moved (:data:`MOVED`) read into their section."""
+    sections), the keys that moved (:data:`MOVED`) read under their new name."""
     merged: dict[str, Any] = {}
     for key, default in DEFAULTS.items():
         # Deep copies: a caller mutating what it read (say TOOLKIT["tools"])
@@ -384,9 +399,11 @@ def merge(user: dict[str, Any]) -> dict[str, Any]:
         else:
             merged[key] = value
     for old, (section, key) in MOVED.items():
-        own = user.get(section)
-        if old in user and not (isinstance(own, dict) and key in own):
-            merged[section][key] = user[old]
+        found, value = written(user, old)
+        if len(old) > 1:
+            merged[old[0]].pop(old[1], None)  # a section reads it under its new name only
+        if found and not written(user, (section, key))[0]:
+            merged[section][key] = value
     return merged
 
 

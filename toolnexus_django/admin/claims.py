@@ -1,5 +1,5 @@
-"""Claims in the admin: claim and release a Task from its review page, see
-who holds it in the queue, and go on to the next Task nobody else holds."""
+"""Holds in the admin: hold and release a Task from its review page, and go
+on to the next Task nobody else holds."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from django.utils.translation import gettext
 from .. import lifecycle
 from ..conf import toolnexus_settings
 from ..models import AwaitingHumanTask
-from ..review.claims import claim_task, release_task
+from ..review.holds import hold_task, release_task
 from ..review.reviewers import reviewer_name
 from ..stores.base import Task
-from .filters import live_claim, with_claims
+from .filters import live_hold, with_holds
 from .history import decision_message, log_decision
 from .tasks import can_answer
 
@@ -47,7 +47,7 @@ def _move(
     decision: str,
     said: str,
 ) -> HttpResponse | str:
-    """A claim move from the review page (POST, by a reviewer): the Task's
+    """A hold move from the review page (POST, by a reviewer): the Task's
     id once made and logged; the response for a refusal."""
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
@@ -65,13 +65,13 @@ def _move(
     return task_id
 
 
-def claim(admin: AwaitingHumanTaskAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
-    """POST: claim the Task (``take_over=1`` to take it from another reviewer)."""
+def hold(admin: AwaitingHumanTaskAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
+    """POST: hold the Task (``take_over=1`` to take it from another reviewer)."""
     take_over = request.POST.get("take_over") == "1"
     done = _move(
         admin, request, object_id,
-        lambda task_id: claim_task(task_id, request.user, take_over=take_over),
-        "take_over" if take_over else "claim",
+        lambda task_id: hold_task(task_id, request.user, take_over=take_over),
+        "take_over" if take_over else "hold",
         gettext("You are reviewing this task; others see that you hold it."),
     )  # fmt: skip
     return (
@@ -94,8 +94,8 @@ def next_task_id(request: HttpRequest, after: str | None = None) -> str | None:
     """The newest waiting Task (the queue's order) that nobody but this
     reviewer holds, other than ``after`` — and, unless
     ``REVIEW["ALLOW_SELF_APPROVAL"]``, not one the reviewer sent: one query."""
-    rows = with_claims(AwaitingHumanTask.objects.order_by("-updated_at"))
-    rows = rows.exclude(live_claim() & ~Q(_claim_by=reviewer_name(request.user)))
+    rows = with_holds(AwaitingHumanTask.objects.order_by("-updated_at"))
+    rows = rows.exclude(live_hold() & ~Q(_hold_by=reviewer_name(request.user)))
     if not toolnexus_settings.REVIEW["ALLOW_SELF_APPROVAL"]:
         rows = rows.exclude(owner_id=request.user.pk)
     if after:

@@ -1,4 +1,4 @@
-"""Review decisions across Tasks: who answered, claimed, released or
+"""Review decisions across Tasks: who answered, held, released or
 approved what, and when (the Tasks' decision events, read-only)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
+from ..lifecycle.events import current
 from ..models import TaskDecision
 from .readonly import ReadOnlyAdmin
 from .tasks import can_answer
@@ -27,9 +28,13 @@ DECISION_LABELS = {
     "message": _("answered by message"),
     "expire": _("expired"),
     "cancel": _("canceled"),
-    "claim": _("claimed"),
+    "hold": _("held"),
     "release": _("released"),
 }
+
+
+#: The decisions each label stands for, as events stored them (a hold was a "claim").
+STORED_AS = {"hold": ["hold", "claim"]}
 
 
 class MineFilter(admin.SimpleListFilter):
@@ -73,8 +78,9 @@ class DecisionFilter(admin.SimpleListFilter):
         return list(DECISION_LABELS.items())
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        if self.value():
-            return queryset.filter(private__decision=self.value())
+        value = self.value()
+        if value:
+            return queryset.filter(private__decision__in=STORED_AS.get(value, [value]))
         return queryset
 
 
@@ -101,7 +107,7 @@ class TaskDecisionAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("decision"))
     def decision(self, obj: TaskDecision) -> str:
-        private = obj.private or {}
+        private = current({"kind": obj.kind, "private": obj.private or {}})["private"]
         said = private.get("decision") or obj.kind
         label = str(DECISION_LABELS.get(said, said))
         if obj.kind == "review_approval":

@@ -15,6 +15,7 @@ from django.utils.translation import gettext
 from .. import lifecycle
 from ..agent import transcript
 from ..agent.transcript import Call, Turn, pretty_json
+from ..lifecycle.events import current
 from ..models import TaskRecord
 from ..stores import DjangoTaskStore
 from ..stores.base import Task, parse_instant
@@ -49,7 +50,7 @@ def task_of(obj: TaskRecord) -> Task:
 
 def server_side(obj: TaskRecord) -> Task:
     """A row's Task without its public part (which the queue defers): enough
-    for the lifecycle's readers (claims, approvals, the halt)."""
+    for the lifecycle's readers (holds, approvals, the halt)."""
     return DjangoTaskStore.task_of(obj, public=False)
 
 
@@ -125,7 +126,8 @@ class EventView:
         return bool(self.edited_to)
 
 
-def _view(event: dict[str, Any]) -> EventView:
+def _view(stored: dict[str, Any]) -> EventView:
+    event = current(stored)  # a renamed kind under its name now
     private = event.get("private") or {}
     data = private.get("data")
     at = event.get("at")

@@ -1,5 +1,5 @@
 """The review queue's filters: state, request kind, expiry, tool, skill,
-owner, and "claimed by me"."""
+owner, and "held by me"."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import CharField, Q, QuerySet
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Coalesce
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from ..models import AwaitingHumanTask, TaskState
-from ..review.claims import claim_seconds
+from ..review.holds import STORED_AS, hold_seconds
 
 #: Request kinds the queue's filter names; any other kind is "other".
 KNOWN_KINDS = ("approval", "input", "authorization")
@@ -136,30 +136,34 @@ class OwnerFilter(admin.SimpleListFilter):
         return queryset
 
 
-def with_claims(queryset: QuerySet[Any]) -> QuerySet[Any]:
-    """``queryset`` with each Task's claim (who, since when) as plain text
-    columns ``_claim_by`` / ``_claim_at`` (a JSON key's own lookups would
-    parse a compared time as JSON)."""
+def with_holds(queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """``queryset`` with each Task's hold (who, since when) as plain text
+    columns ``_hold_by`` / ``_hold_at`` (a JSON key's own lookups would
+    parse a compared time as JSON) — also a hold stored under its old name."""
     return queryset.annotate(
-        _claim_by=Cast(KT("private__review__claim__by"), CharField()),
-        _claim_at=Cast(KT("private__review__claim__at"), CharField()),
+        _hold_by=Coalesce(*(_text(f"private__review__{key}__by") for key in STORED_AS)),
+        _hold_at=Coalesce(*(_text(f"private__review__{key}__at") for key in STORED_AS)),
     )
 
 
-def live_claim() -> Q:
-    """Over :func:`with_claims`: a claim that holds, one younger than
-    ``REVIEW["CLAIM_SECONDS"]`` (as ``review.claims.claim_of`` reads it). Claims
+def _text(path: str) -> Cast:
+    return Cast(KT(path), CharField())
+
+
+def live_hold() -> Q:
+    """Over :func:`with_holds`: a hold that lasts, one younger than
+    ``REVIEW["HOLD_SECONDS"]`` (as ``review.holds.hold_of`` reads it). Holds
     store their time as ISO 8601 in UTC: as text, they sort as times."""
-    cutoff = (timezone.now() - timedelta(seconds=claim_seconds())).isoformat()
-    return Q(_claim_by__isnull=False, _claim_at__gte=cutoff)
+    cutoff = (timezone.now() - timedelta(seconds=hold_seconds())).isoformat()
+    return Q(_hold_by__isnull=False, _hold_at__gte=cutoff)
 
 
-class ClaimFilter(admin.SimpleListFilter):
+class HoldFilter(admin.SimpleListFilter):
     """Held by me, by nobody, by others — as the queue's column says: a
-    lapsed claim is nobody's."""
+    lapsed hold is nobody's."""
 
-    title = _("claimed")
-    parameter_name = "claimed"
+    title = _("held")
+    parameter_name = "held"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
         return [("mine", _("by me")), ("none", _("by nobody")), ("others", _("by others"))]
@@ -167,8 +171,8 @@ class ClaimFilter(admin.SimpleListFilter):
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() not in ("mine", "none", "others"):
             return queryset
-        rows, live = with_claims(queryset), live_claim()
-        mine = Q(_claim_by=request.user.get_username())
+        rows, live = with_holds(queryset), live_hold()
+        mine = Q(_hold_by=request.user.get_username())
         if self.value() == "mine":
             return rows.filter(live & mine)
         if self.value() == "others":

@@ -1,4 +1,4 @@
-"""Reviewers' decisions in Django's admin log: every answer, claim, release
+"""Reviewers' decisions in Django's admin log: every answer, hold, release
 and bulk decision made in the admin is also a ``LogEntry`` on the Task, so
 the admin index's "Recent actions" and the Task's History page show it.
 
@@ -29,7 +29,7 @@ VERBS = {
     "decline": "Declined",
     "reply": "Replied to",
     "authorize": "Recorded the sign-in of",
-    "claim": "Claimed",
+    "hold": "Held",
     "release": "Released",
     "take_over": "Took over",
     "first_approval": "Gave the first approval of",

@@ -1,5 +1,5 @@
 """The review queue: "Tasks awaiting a human", with the review page of each,
-claims, "review next" and the bulk decisions added through
+holds, "review next" and the bulk decisions added through
 :meth:`AwaitingHumanTaskAdmin.get_urls` and its actions."""
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ..models import AwaitingHumanTask
-from ..review.claims import review_state
+from ..review.four_eyes import review_state
 from ..review.reviewers import is_own_request
 from . import bulk, claims, review_page
 from .display import halted_call, owner_label, private_of, server_side, time_left
 from .filters import (
-    ClaimFilter,
     ExpiryFilter,
+    HoldFilter,
     KindFilter,
     OwnerFilter,
     SkillFilter,
@@ -56,7 +56,7 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
     list_display = ("task_link", "asks", "tool_call", "review", "who", "expires")
     list_display_links = None
     list_filter = (
-        WaitingStateFilter, KindFilter, ToolFilter, SkillFilter, OwnerFilter, ClaimFilter,
+        WaitingStateFilter, KindFilter, ToolFilter, SkillFilter, OwnerFilter, HoldFilter,
         ExpiryFilter,
     )  # fmt: skip
     # The prompt, the tool's name and its arguments, the original request, ids.
@@ -84,9 +84,9 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
                 name=f"{info}_review",
             ),
             path(
-                "<path:object_id>/claim/",
-                self.guarded(self.claim_view, answer),
-                name=f"{info}_claim",
+                "<path:object_id>/hold/",
+                self.guarded(self.hold_view, answer),
+                name=f"{info}_hold",
             ),
             path(
                 "<path:object_id>/release/",
@@ -117,8 +117,8 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
         """The review page: GET shows the Task; POST answers it."""
         return review_page.respond(self, request, object_id)
 
-    def claim_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        return claims.claim(self, request, object_id)
+    def hold_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return claims.hold(self, request, object_id)
 
     def release_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         return claims.release(self, request, object_id)

@@ -16,7 +16,6 @@ from django.utils.translation import gettext
 
 from .. import lifecycle
 from ..models import TaskRecord
-from ..review.claims import review_state
 from ..review.edit_form import edit_form
 from ..review.edits import can_edit
 from ..review.forms import (
@@ -27,7 +26,7 @@ from ..review.forms import (
     SchemaNotSupported,
     schema_form_class,
 )
-from ..review.four_eyes import approvals_needed
+from ..review.four_eyes import approvals_needed, review_state
 from ..review.reviewers import is_own_request, reviewer_name
 from ..stores.base import parse_instant
 from .display import (
@@ -121,7 +120,7 @@ def render(
     obj: TaskRecord,
     forms_by_action: dict[str, forms.Form],
     *,
-    confirm_claim: bool = False,
+    confirm_hold: bool = False,
 ) -> HttpResponse:
     """The page of a waiting Task (``forms_by_action``: its answer forms), or
     of an answered one read-only (no forms: what was decided on, and how)."""
@@ -165,7 +164,7 @@ def render(
         "review": state,
         "held_by_me": bool(holder and holder["by"] == me),
         "held_by_other": bool(holder and holder["by"] != me),
-        "confirm_claim": confirm_claim,
+        "confirm_hold": confirm_hold,
         "i_approved": any(a.get("by") == me for a in state.get("approvals") or ()),
         "has_view_permission": True,
     }

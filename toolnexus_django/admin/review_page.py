@@ -25,7 +25,7 @@ from .. import lifecycle
 from ..lifecycle.requests import already_answered
 from ..models import AwaitingHumanTask, TaskRecord, TaskState
 from ..review import AnswerRefused, Verdict, decide_task
-from ..review.claims import holder
+from ..review.holds import hold_of
 from ..review.reviewers import reviewer_name
 from ..stores import DjangoTaskStore
 from .claims import next_task_id
@@ -99,9 +99,9 @@ def _answer(admin: AwaitingHumanTaskAdmin, request: HttpRequest, task_id: str) -
         return HttpResponseBadRequest("This request cannot be answered that way.")
     if not form.is_valid():
         return render(admin, request, _proxy(task_id, obj), forms_by_action)
-    held = holder(task)
+    held = hold_of(task)
     if held is not None and held["by"] != reviewer_name(request.user):
-        if request.POST.get("_confirm_claimed") != "1":
+        if request.POST.get("_confirm_held") != "1":
             # Another reviewer is on it: say so, and answer only if asked again.
             admin.message_user(
                 request,
@@ -111,7 +111,7 @@ def _answer(admin: AwaitingHumanTaskAdmin, request: HttpRequest, task_id: str) -
                 % {"name": held["by"]},
                 messages.WARNING,
             )
-            return render(admin, request, _proxy(task_id, obj), forms_by_action, confirm_claim=True)
+            return render(admin, request, _proxy(task_id, obj), forms_by_action, confirm_hold=True)
     decision = FORM_DECISIONS[action]
     try:
         saved = decide_task(obj.pk, _verdict(request, action, form, request_id))

@@ -35,7 +35,7 @@ PROBLEMS: dict[str, str] = {
     "E140": "CONVERSATIONS is none of the accepted forms",
     "E141": "CONVERSATIONS's dotted path does not import",
     "W003": "a retired key is set (it has no effect)",
-    "W101": "a key that moved into a section is set (still honoured for now)",
+    "W101": "a key that moved (into a section, or within one) is set (still honoured for now)",
     "W102": "SILENCED_SYSTEM_CHECKS names a retired id (it silences nothing)",
     # store.py
     "E201": "STORE is none of the accepted forms",
@@ -84,7 +84,7 @@ PROBLEMS: dict[str, str] = {
     # review.py
     "E500": "REVIEW is not a dict",
     "E501": "REVIEW has an unknown key",
-    "E502": 'REVIEW["CLAIM_SECONDS"] is not a number of seconds > 0',
+    "E502": 'REVIEW["HOLD_SECONDS"] is not a number of seconds > 0',
     "E503": 'REVIEW["APPROVALS"] is not a dict of tool name -> whole number >= 1',
     "E504": 'REVIEW["EDIT_ARGUMENTS"] is not True or False',
     "E505": 'REVIEW["ALLOW_SELF_APPROVAL"] is not True or False',

@@ -1,5 +1,5 @@
 """``REVIEW``: who is told a Task waits on a person, and review at team scale
-(claims, four eyes, edits, reminders, escalation, self-approval)."""
+(holds, four eyes, edits, reminders, escalation, self-approval)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.checks import CheckMessage
 
-from ..conf import MOVED, setting_name
+from ..conf import MOVED, setting_name, written
 from .problems import problem
 from .sections import addresses, dict_section, seconds, user_setting, whole
 
@@ -31,7 +31,7 @@ def _optional(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
 VALUES: tuple[tuple[str, str, Callable[[Any], bool], str], ...] = (
     ("E511", "NOTIFY_EMAILS", addresses, "a list of e-mail addresses"),
     ("E512", "BASE_URL", _base_url, "an absolute http(s) URL, or None"),
-    ("E502", "CLAIM_SECONDS", seconds, "a positive number of seconds"),
+    ("E502", "HOLD_SECONDS", seconds, "a positive number of seconds"),
     ("E503", "APPROVALS", _approvals, "a dict of tool name -> approvals needed (an int >= 1)"),
     ("E504", "EDIT_ARGUMENTS", lambda v: isinstance(v, bool), "True or False"),
     ("E505", "ALLOW_SELF_APPROVAL", lambda v: isinstance(v, bool), "True or False"),
@@ -80,8 +80,9 @@ def check_review(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> lis
 def _where(key: str) -> str:
     """Where a REVIEW value was written: in REVIEW, or under its old key."""
     raw = user_setting() or {}
-    own = raw.get("REVIEW")
-    if isinstance(own, dict) and key in own:
+    if written(raw, ("REVIEW", key))[0]:
         return setting_name("REVIEW", key)
-    old = [name for name, place in MOVED.items() if place == ("REVIEW", key) and name in raw]
-    return setting_name(old[0]) if old else setting_name("REVIEW", key)
+    old = [
+        path for path, place in MOVED.items() if place == ("REVIEW", key) and written(raw, path)[0]
+    ]
+    return setting_name(*old[0]) if old else setting_name("REVIEW", key)

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage
 from django.core.exceptions import ImproperlyConfigured
 
-from ..conf import DEFAULTS, SETTING_NAME, import_path, merge, setting_name
+from ..conf import DEFAULTS, MOVED, SETTING_NAME, import_path, merge, setting_name
 from .problems import problem
 
 
@@ -28,7 +28,8 @@ def dict_section(
     """Section ``name`` merged over its defaults (the keys that moved into it
     too), and the problems so far: ``not_dict`` if it is set to something
     other than a dict (then None: nothing else to check), ``unknown`` for the
-    keys it does not take, listing the known ones."""
+    keys it does not take, listing the known ones (a key that moved within
+    it is no stranger: W101 reports it)."""
     raw = user_setting()
     if raw is None:
         return None, []
@@ -37,7 +38,8 @@ def dict_section(
         return None, [problem(not_dict, f"{setting_name(name)} must be a dict")]
     errors: list[CheckMessage] = []
     known = tuple(DEFAULTS[name])
-    strangers = sorted(set(value or ()) - set(known), key=str)
+    moved = {old[1] for old in MOVED if len(old) == 2 and old[0] == name}
+    strangers = sorted(set(value or ()) - set(known) - moved, key=str)
     if strangers:
         errors.append(
             problem(

@@ -10,7 +10,7 @@ from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage
 
-from ..conf import DEFAULTS, MOVED, RETIRED, setting_name
+from ..conf import DEFAULTS, MOVED, RETIRED, setting_name, written
 from ..lifecycle.requests import normalize_answerers
 from .problems import PREFIX, RETIRED_IDS, problem
 from .sections import check_class_list, importable
@@ -25,7 +25,7 @@ CONVERSATION_FORMS = (None, "auto", "django", "memory")
 
 def check_top_level(raw: dict[str, Any], cfg: dict[str, Any]) -> list[CheckMessage]:
     """``raw`` as written, ``cfg`` merged over the defaults."""
-    errors = check_keys(raw)
+    errors = check_keys(raw) + check_moved(raw)
     errors += check_task_backend(cfg["TASK_BACKEND"])
     errors += check_answerers(cfg)
     for key, (not_list, unimportable) in CLASS_LISTS.items():
@@ -54,17 +54,7 @@ def check_keys(raw: dict[str, Any]) -> list[CheckMessage]:
                     hint=f"Remove {key!r} from {setting_name()}.",
                 )
             )
-        elif key in MOVED:
-            section, new = MOVED[key]
-            errors.append(
-                problem(
-                    "W101",
-                    f"{setting_name(key)} moved to {setting_name(section, new)}: it is still"
-                    " read for now, unless that is set too",
-                    hint=f"Write it as {setting_name(section, new)}.",
-                )
-            )
-        elif key not in DEFAULTS:
+        elif key not in DEFAULTS and (key,) not in MOVED:
             errors.append(
                 problem(
                     "E101",
@@ -73,6 +63,20 @@ def check_keys(raw: dict[str, Any]) -> list[CheckMessage]:
                 )
             )
     return errors
+
+
+def check_moved(raw: dict[str, Any]) -> list[CheckMessage]:
+    """A key that moved (a top-level key, or one within a section) is set."""
+    return [
+        problem(
+            "W101",
+            f"{setting_name(*old)} moved to {setting_name(*new)}: it is still read for now,"
+            " unless that is set too",
+            hint=f"Write it as {setting_name(*new)}.",
+        )
+        for old, new in MOVED.items()
+        if written(raw, old)[0]
+    ]
 
 
 def check_silenced() -> list[CheckMessage]:

@@ -12,6 +12,9 @@ The store writes the event with the change, or neither: the django store as a
 ``TaskEvent`` row in the same transaction as the Task's row; the file and
 memory stores (and a custom store) with the Task itself, its last
 :data:`KEPT_INLINE` events. A compare-and-set that loses writes no event.
+
+Events are never rewritten: one stored under a kind renamed since
+(:data:`RENAMED_KINDS`) reads under its new name (:func:`current`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,26 @@ KEPT_INLINE = 100
 USER = "user"
 WORKER = "worker"
 SYSTEM = "system"
+
+#: Event kinds renamed since events were stored -> their name now, and the
+#: decision their private part records under each: a reviewer's "claim" is
+#: a "hold" (the word "claim" stays with a worker taking a run).
+RENAMED_KINDS: dict[str, tuple[str, dict[str, str]]] = {
+    "review_claim": ("review_hold", {"claim": "hold"}),
+}
+
+
+def current(data: dict[str, Any]) -> dict[str, Any]:
+    """A stored event (a dict) as this version names it: ``data`` itself,
+    or a copy under the new kind and decision when it was renamed."""
+    renamed = RENAMED_KINDS.get(str(data.get("kind") or ""))
+    if renamed is None:
+        return data
+    kind, decisions = renamed
+    private = dict(data.get("private") or {})
+    if private.get("decision") in decisions:
+        private["decision"] = decisions[private["decision"]]
+    return {**data, "kind": kind, "private": private}
 
 
 @dataclass(frozen=True)
@@ -47,6 +70,8 @@ class Event:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Event:
+        """The event stored as ``data`` (a renamed kind under its name now)."""
+        data = current(data)
         return cls(
             task_id=str(data.get("task_id") or ""),
             seq=int(data.get("seq") or 0),

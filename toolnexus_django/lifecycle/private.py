@@ -19,9 +19,10 @@ halt           the halted call: ``{"tool", "arguments", "source",    suspend
                "schema", "skill"}`` (its input schema; the skill the run
                loaded last), for the review queue's filters and
                the edit form
-review         reviewers on the waiting Request: ``{"claim": {"by",  review_*,
+review         reviewers on the waiting Request: ``{"hold": {"by",   review_*,
                "at"}, "approvals": [{"by", "at", "comment"}],        remind,
-               "reminded", "escalated"}``                            escalate
+               "reminded", "escalated"}`` (a hold stored before      escalate
+               the rename is a ``"claim"``)
 reviewed       what the last answered Request's reviewer saw:        answer
                ``{"pending", "halt", "transcript", "style"}``; kept
                after the run ends (the read-only review page)

@@ -54,7 +54,7 @@ class AnswerRefused(Exception):
     may answer), ``not-allowed`` (this role may not answer this Request),
     ``invalid`` (the data breaks the Request's schema: ``violations`` says
     how), ``already-approved`` (a four-eyes Request this reviewer approved
-    already), or, for reviewers' claims, ``claimed`` (another reviewer holds
+    already), or, for reviewers' holds, ``held`` (another reviewer holds
     it) and ``changed`` (the Task moved meanwhile)."""
 
     def __init__(

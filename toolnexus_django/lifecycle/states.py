@@ -76,7 +76,7 @@ MOVES: dict[str, frozenset[str]] = {
     # A reviewer's moves on a waiting Task: they change who holds it (or how
     # many approvals it has) but not its public state, so they are never sent
     # on the wire (UNSEEN).
-    "review_claim": frozenset({WAITING}),
+    "review_hold": frozenset({WAITING}),
     "review_release": frozenset({WAITING}),
     "review_approval": frozenset({WAITING}),
     "remind": frozenset({WAITING}),
@@ -85,7 +85,7 @@ MOVES: dict[str, frozenset[str]] = {
 
 #: Moves recorded in the event log that streams and push notifications skip:
 #: the Task's public side is as it was.
-UNSEEN = frozenset({"review_claim", "review_release", "review_approval", "remind", "escalate"})
+UNSEEN = frozenset({"review_hold", "review_release", "review_approval", "remind", "escalate"})
 
 
 def default_phase(state: str) -> str:

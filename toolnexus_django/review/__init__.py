@@ -10,7 +10,7 @@ module                     holds
                            :class:`Verdict`; :func:`decide_task`, the one door
                            by Task id, and :func:`answer_task`, its keyword form
 :mod:`.reviewers`          who reviews: the permission, segregation of duties
-:mod:`.claims`             a reviewer claiming a Task, releasing it, who holds it
+:mod:`.holds`              a reviewer holding a Task, releasing it, who holds it
 :mod:`.four_eyes`          approvals from several reviewers (``APPROVALS``)
 :mod:`.edits`              edit, then approve: a reviewer's arguments for the call
 :mod:`.bulk`               one decision for many Tasks
@@ -37,7 +37,7 @@ from ..lifecycle.requests import (
 from .answering import answer, answer_task, decide_task
 from .bulk import BulkResult, decide_many
 from .cancel import NotCancelable, TaskNotFound, cancel_task
-from .claims import claim_task, holder, release_task
+from .holds import hold_of, hold_task, release_task
 from .reminders import remind_due
 from .reviewers import ANSWER_PERMISSION
 
@@ -54,11 +54,11 @@ __all__ = [
     "answerers_for",
     "cancel_task",
     "check_answer_data",
-    "claim_task",
     "decide_many",
     "decide_task",
     "expire_due",
-    "holder",
+    "hold_of",
+    "hold_task",
     "normalize_answerers",
     "release_task",
     "remind_due",

@@ -1,7 +1,7 @@
 """One decision for many Tasks: the queue's "Approve selected" and "Decline
 selected". Each Task is answered on its own, through :func:`.decide_task`
 (its own event, its own compare-and-set): a Task that changed meanwhile — answered,
-claimed by another reviewer, moved on to another Request — is reported,
+held by another reviewer, moved on to another Request — is reported,
 never overwritten."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..lifecycle.requests import AnswerRefused, schema_of
 from ..schemas import violations_of
 from ..stores import TaskStore, get_task_store
 from .answering import decide_task
-from .claims import holder
+from .holds import hold_of
 from .reviewers import reviewer_name
 
 BULK_DECISIONS = ("approve", "decline")
@@ -70,7 +70,7 @@ def decide_many(
         if not decidable_in_bulk(pending):
             result.skipped.append((task_id, "its request needs an answer of its own"))
             continue
-        held = holder(task)
+        held = hold_of(task)
         if held is not None and held["by"] != me:
             result.skipped.append((task_id, f"it is being reviewed by {held['by']}"))
             continue

@@ -1,7 +1,8 @@
 """Four eyes, per tool: ``REVIEW["APPROVALS"] = {"pay_supplier": 2}`` makes
 that tool's Requests wait for two different reviewers' approvals before the
 run resumes. Each approval but the last is a ``review_approval`` move: the
-Task keeps waiting, its approvals so far in the private ``review`` notes."""
+Task keeps waiting, its approvals so far in the private ``review`` notes,
+and whoever held it no longer does."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ..conf import toolnexus_settings
 from ..lifecycle.requests import REVIEWER, AnswerRefused
 from ..stores import TaskStore
 from ..stores.base import Task
+from .holds import STORED_AS, hold_of
 
 
 def approvals_of(task: Task | None) -> list[dict[str, Any]]:
@@ -29,6 +31,18 @@ def approvals_needed(tool: str | None) -> int:
         return max(1, int(wanted or 1))
     except (TypeError, ValueError):
         return 1
+
+
+def review_state(task: Task) -> dict[str, Any]:
+    """Who holds the Task, and how many of the approvals it needs it has."""
+    halt = lifecycle.read(task).halt or {}
+    approvals = approvals_of(task)
+    return {
+        "holder": hold_of(task),
+        "done": len(approvals),
+        "approvals": approvals,
+        "needed": approvals_needed(halt.get("tool")),
+    }
 
 
 def approvers_with(
@@ -69,5 +83,5 @@ def first_approval(
         actor=reviewer, via=via,
         detail={"decision": "approve", "comment": comment,
                 "approvals": len(approvals) + 1, "needed": needed},
-        drop=("claim",),
+        drop=STORED_AS,
     )  # fmt: skip

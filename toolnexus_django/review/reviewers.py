@@ -4,7 +4,7 @@ is named, and segregation of duties.
 A reviewer does not answer, as a reviewer, a Request of a Task they sent
 themselves that only a reviewer may answer — the requester of an approval
 never approves it, wherever the answer comes from (the admin, bulk, four
-eyes, a claim, ``answer_task(..., user=...)``) — unless
+eyes, a hold, ``answer_task(..., user=...)``) — unless
 ``REVIEW["ALLOW_SELF_APPROVAL"]``. Where the requester may answer (an
 ``input`` question, by default), they still may.
 """
@@ -27,12 +27,12 @@ OWN_REQUEST = "You sent this request, so another reviewer must answer it (segreg
 
 
 def is_reviewer(user: Any) -> bool:
-    """Whether ``user`` may answer (and claim) Tasks as a reviewer."""
+    """Whether ``user`` may answer (and hold) Tasks as a reviewer."""
     return bool(user.is_active and user.has_perm(ANSWER_PERMISSION))
 
 
 def reviewer_name(user: Any) -> str:
-    """How a reviewer is named in claims, approvals and events."""
+    """How a reviewer is named in holds, approvals and events."""
     return str(user.get_username())
 
 
@@ -49,7 +49,7 @@ def check_reviewer(user: Any, task: Task | None = None) -> None:
 def is_own_request(user: Any, task: Task | None) -> bool:
     """Whether ``user`` sent ``task``, which waits on a Request only a
     reviewer may answer, while ``REVIEW["ALLOW_SELF_APPROVAL"]`` is off:
-    then ``user`` may not answer it, nor claim it, as a reviewer."""
+    then ``user`` may not answer it, nor hold it, as a reviewer."""
     private = lifecycle.read(task)
     if private.phase != states.WAITING or private.pending is None or private.owner is None:
         return False

@@ -36,10 +36,12 @@ TERMINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
 #: States in which a run waits on a person.
 AWAITING_HUMAN_STATES = frozenset({"input-required", "auth-required"})
 #: The event kinds that are people's (and expiry's) decisions on a Task: the
-#: admin's list of review decisions across Tasks.
+#: admin's list of review decisions across Tasks. (``review_claim``: a
+#: reviewer's hold, stored before it was named so.)
 DECISION_KINDS = frozenset(
-    {"answer", "expire", "cancel", "review_claim", "review_release", "review_approval"}
-)
+    {"answer", "expire", "cancel", "review_hold", "review_claim", "review_release",
+     "review_approval"}
+)  # fmt: skip
 
 
 class DuplicateMessage(Exception):

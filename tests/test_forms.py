@@ -17,9 +17,8 @@ from toolnexus_django.review.forms import (
     DeclineForm,
     JsonReplyForm,
     SchemaNotSupported,
-    SchemaReplyForm,
-    schema_form_class,
 )
+from toolnexus_django.review.schema_forms import SchemaReplyForm, schema_form_class
 
 
 def obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -1,11 +1,15 @@
 """Tasks in the admin: every Task read-only with its timeline
 (:mod:`.tasks`), and the human-review queue, "Tasks awaiting a human"
-(:mod:`.queue`), whose review page (:mod:`.review_page`) answers a
-suspended run, with claims (:mod:`.claims`), bulk decisions (:mod:`.bulk`)
-and its filters (:mod:`.filters`); the review decisions across Tasks
-(:mod:`.decisions`), also kept in Django's admin log (:mod:`.history`); push
-notification configs and their deliveries (:mod:`.push`). What the pages show
-of a Task is in :mod:`.display`."""
+(:mod:`.queue`), with its filters (:mod:`.filters`) and its pages —
+class-based views that hold the queue's ModelAdmin (:mod:`.pages`): the
+review page that answers a suspended run (:mod:`.review_view`, what it
+shows in :mod:`.review_context`), holds and "review next"
+(:mod:`.hold_views`) — and its bulk actions (:mod:`.bulk_actions`). What a
+reviewer may do, and the moves, are :mod:`toolnexus_django.review`'s. The
+review decisions across Tasks (:mod:`.decisions`), also kept in Django's
+admin log (:mod:`.history`); push notification configs and their
+deliveries (:mod:`.push`). What the pages show of a Task is in
+:mod:`.display`."""
 
 from .decisions import TaskDecisionAdmin
 from .display import halted_call, safe_link_url, time_left, transcript_turns

@@ -1,6 +1,7 @@
 """The review queue: "Tasks awaiting a human", with the review page of each,
-holds, "review next" and the bulk decisions added through
-:meth:`AwaitingHumanTaskAdmin.get_urls` and its actions."""
+holds and "review next" — class-based views holding this ModelAdmin, added
+by :meth:`AwaitingHumanTaskAdmin.get_urls` — and the bulk decisions, its
+actions."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.loader import render_to_string
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
@@ -27,7 +28,7 @@ from django.utils.translation import gettext_lazy as _
 from ..models import AwaitingHumanTask
 from ..review.four_eyes import review_state
 from ..review.reviewers import is_own_request
-from . import bulk, claims, review_page
+from .bulk_actions import approve_selected, decline_selected
 from .display import halted_call, owner_label, private_of, server_side, time_left
 from .filters import (
     ExpiryFilter,
@@ -38,7 +39,10 @@ from .filters import (
     ToolFilter,
     WaitingStateFilter,
 )
+from .hold_views import HoldView, NextView, ReleaseView
+from .pages import QueuePage
 from .readonly import ReadOnlyAdmin
+from .review_view import ReviewView
 from .tasks import TimelineMixin, can_answer
 
 
@@ -67,38 +71,31 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
     list_select_related = ("owner",)
     show_full_result_count = False
     ordering = ("-updated_at",)
-    actions = ("approve_selected", "decline_selected")
+    actions = (approve_selected, decline_selected)
     # The read-only page of a queued Task (its review page is review_url's).
     readonly_fields = ("id", "state", "context_id", "owner", "updated_at", "timeline")
     fields = readonly_fields
-    review_template = "admin/toolnexus_django/review.html"
 
     def get_urls(self) -> list[URLPattern]:
         info = f"{self.opts.app_label}_{self.opts.model_name}"
         see, answer = self.has_view_permission, self.has_answer_permission
-        return [
-            path("next/", self.guarded(self.next_view, see), name=f"{info}_next"),
-            path(
-                "<path:object_id>/review/",
-                self.guarded(self.review_view, see),
-                name=f"{info}_review",
-            ),
-            path(
-                "<path:object_id>/hold/",
-                self.guarded(self.hold_view, answer),
-                name=f"{info}_hold",
-            ),
-            path(
-                "<path:object_id>/release/",
-                self.guarded(self.release_view, answer),
-                name=f"{info}_release",
-            ),
-            *super().get_urls(),
+        pages: list[tuple[str, str, type[QueuePage], Callable[[HttpRequest], bool]]] = [
+            ("next/", "next", NextView, see),
+            ("<path:object_id>/review/", "review", ReviewView, see),
+            ("<path:object_id>/hold/", "hold", HoldView, answer),
+            ("<path:object_id>/release/", "release", ReleaseView, answer),
         ]
+        added = [
+            path(
+                route, self.guarded(page.as_view(model_admin=self), allowed), name=f"{info}_{name}"
+            )
+            for route, name, page, allowed in pages
+        ]
+        return [*added, *super().get_urls()]
 
     def guarded(
-        self, view: Callable[..., HttpResponse], allowed: Callable[[HttpRequest], bool]
-    ) -> Callable[..., HttpResponse]:
+        self, view: Callable[..., HttpResponseBase], allowed: Callable[[HttpRequest], bool]
+    ) -> Callable[..., HttpResponseBase]:
         """``view`` behind the admin's login and ``allowed`` (the queue's own
         permission check), before it reads anything: a staff user without the
         permission gets the queue's 403 and learns nothing of any Task — not
@@ -106,26 +103,12 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
         added here goes through it."""
 
         @wraps(view)
-        def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             if not allowed(request):
                 raise PermissionDenied
             return view(request, *args, **kwargs)
 
         return self.admin_site.admin_view(checked)
-
-    def review_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """The review page: GET shows the Task; POST answers it."""
-        return review_page.respond(self, request, object_id)
-
-    def hold_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        return claims.hold(self, request, object_id)
-
-    def release_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        return claims.release(self, request, object_id)
-
-    def next_view(self, request: HttpRequest) -> HttpResponse:
-        """The next Task nobody else holds, in the queue's order."""
-        return claims.review_next(self, request, request.GET.get("after"))
 
     def review_url(self, obj: Any) -> str:
         return reverse(
@@ -142,16 +125,7 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
         extra = {"title": gettext("Tasks awaiting a human"), **(extra_context or {})}
         return super().changelist_view(request, extra)
 
-    # -- bulk decisions (permission-checked: answering needs answer_task) --
-
-    @admin.action(description=_("Approve selected tasks"), permissions=["answer"])
-    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> Any:
-        return bulk.decide(self, request, queryset, "approve")
-
-    @admin.action(description=_("Decline selected tasks"), permissions=["answer"])
-    def decline_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> Any:
-        return bulk.decide(self, request, queryset, "decline")
-
+    # The bulk actions' permission ("answer"): answering needs answer_task.
     def has_answer_permission(self, request: HttpRequest) -> bool:
         return can_answer(request)
 

@@ -5,13 +5,10 @@ decision."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django import forms
-from django.contrib.admin.utils import quote
-from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.http import HttpRequest
 from django.utils.translation import gettext
 
 from .. import lifecycle
@@ -24,10 +21,10 @@ from ..review.forms import (
     DeclineForm,
     JsonReplyForm,
     SchemaNotSupported,
-    schema_form_class,
 )
 from ..review.four_eyes import approvals_needed, review_state
 from ..review.reviewers import is_own_request, reviewer_name
+from ..review.schema_forms import schema_form_class
 from ..stores.base import parse_instant
 from .display import (
     halted_call,
@@ -40,9 +37,6 @@ from .display import (
     transcript_turns,
 )
 from .tasks import can_answer
-
-if TYPE_CHECKING:
-    from .queue import AwaitingHumanTaskAdmin
 
 #: The decisions an answered Task's page names.
 DECIDED = ("answer", "expire", "review_approval")
@@ -79,12 +73,6 @@ def answer_forms(
     return found
 
 
-def record_url(admin: AwaitingHumanTaskAdmin, obj: TaskRecord) -> str:
-    return reverse(
-        f"{admin.admin_site.name}:toolnexus_django_taskrecord_change", args=[quote(obj.pk)]
-    )
-
-
 def _request_facts(pending: dict[str, Any], has_reply: bool) -> dict[str, Any]:
     request_data = pending.get("data")
     data_shown: Any = None
@@ -114,16 +102,16 @@ def _request_facts(pending: dict[str, Any], has_reply: bool) -> dict[str, Any]:
     }
 
 
-def render(
-    admin: AwaitingHumanTaskAdmin,
+def page_context(
     request: HttpRequest,
     obj: TaskRecord,
     forms_by_action: dict[str, forms.Form],
     *,
     confirm_hold: bool = False,
-) -> HttpResponse:
-    """The page of a waiting Task (``forms_by_action``: its answer forms), or
-    of an answered one read-only (no forms: what was decided on, and how)."""
+) -> dict[str, Any]:
+    """What the page of a waiting Task shows (``forms_by_action``: its answer
+    forms), or of an answered one read-only (no forms: what was decided on,
+    and how)."""
     task = task_of(obj)
     private = lifecycle.read(task)
     waiting = private.phase == lifecycle.states.WAITING
@@ -138,9 +126,7 @@ def render(
     state = review_state(task) if waiting else {}
     me = reviewer_name(request.user)
     holder = state.get("holder")
-    context = {
-        **admin.admin_site.each_context(request),
-        "opts": admin.opts,
+    return {
         "title": gettext("Review task") if waiting else gettext("Reviewed task"),
         "subtitle": str(obj.pk),
         "original": obj,
@@ -160,7 +146,6 @@ def render(
         "own_request": own,
         "forms": forms_by_action if answering else {},
         "has_errors": any(f.is_bound and f.errors for f in forms_by_action.values()),
-        "record_url": record_url(admin, obj),
         "review": state,
         "held_by_me": bool(holder and holder["by"] == me),
         "held_by_other": bool(holder and holder["by"] != me),
@@ -168,8 +153,6 @@ def render(
         "i_approved": any(a.get("by") == me for a in state.get("approvals") or ()),
         "has_view_permission": True,
     }
-    request.current_app = admin.admin_site.name
-    return TemplateResponse(request, admin.review_template, context)
 
 
 def _as_reviewed(private: lifecycle.Private) -> lifecycle.Private:

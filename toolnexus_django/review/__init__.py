@@ -15,8 +15,8 @@ module                     holds
 :mod:`.edits`              edit, then approve: a reviewer's arguments for the call
 :mod:`.bulk`               one decision for many Tasks
 :mod:`.cancel`             :func:`cancel_task`
-:mod:`.forms`              the answer forms (generated from data.schema);
-                           :mod:`.edit_form`, the edit form
+:mod:`.forms`              the answer forms; :mod:`.schema_forms`, the reply
+                           form generated from data.schema; :mod:`.edit_form`
 :mod:`.notifications`      the reviewer e-mail when a Task starts waiting
 :mod:`.reminders`          :func:`remind_due`: reminders, escalations before expiry
 =========================  ======================================================

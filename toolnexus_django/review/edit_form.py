@@ -8,7 +8,8 @@ from typing import Any
 
 from django import forms
 
-from .forms import JsonReplyForm, SchemaNotSupported, schema_form_class, text_help
+from .forms import JsonReplyForm, SchemaNotSupported, text_help
+from .schema_forms import schema_form_class
 
 PREFIX = "edit"
 

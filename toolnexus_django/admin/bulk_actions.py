@@ -1,4 +1,6 @@
-"""The queue's bulk decisions: "Approve selected" and "Decline selected".
+"""The queue's bulk actions (the decisions themselves are
+:mod:`toolnexus_django.review.bulk`): "Approve selected" and "Decline
+selected", admin actions of the queue's ModelAdmin.
 
 The action first shows the selected Tasks and asks for one comment for all;
 confirming answers each Task on its own (:func:`..review.bulk.decide_many`)
@@ -7,25 +9,23 @@ reviewer, asking for data of their own, or sent by this reviewer."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django import forms
-from django.contrib import messages
-from django.contrib.admin import helpers
+from django.contrib import admin, messages
+from django.contrib.admin import ModelAdmin, helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.text import Truncator
 from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from .. import lifecycle
-from ..review.bulk import decidable_in_bulk, decide_many
+from ..review.bulk import BulkResult, decidable_in_bulk, decide_many
 from ..review.reviewers import is_own_request
 from .display import server_side
 from .history import decision_message, log_decision
-
-if TYPE_CHECKING:
-    from .queue import AwaitingHumanTaskAdmin
 
 TEMPLATE = "admin/toolnexus_django/bulk_decision.html"
 
@@ -40,9 +40,26 @@ class BulkCommentForm(forms.Form):
     )
 
 
-def decide(
-    admin: AwaitingHumanTaskAdmin, request: HttpRequest, queryset: QuerySet[Any], decision: str
+# Permission-checked: answering needs answer_task (the admin's has_answer_permission).
+@admin.action(description=_("Approve selected tasks"), permissions=["answer"])
+def approve_selected(
+    modeladmin: ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Any]
 ) -> TemplateResponse | None:
+    return decide(modeladmin, request, queryset, "approve")
+
+
+@admin.action(description=_("Decline selected tasks"), permissions=["answer"])
+def decline_selected(
+    modeladmin: ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Any]
+) -> TemplateResponse | None:
+    return decide(modeladmin, request, queryset, "decline")
+
+
+def decide(
+    modeladmin: ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Any], decision: str
+) -> TemplateResponse | None:
+    """The confirmation page of ``decision`` for the selected Tasks; once
+    confirmed, each answered on its own and the outcome reported."""
     rows = list(queryset.defer("task"))
     form = BulkCommentForm(request.POST if "_confirm" in request.POST else None)
     if "_confirm" in request.POST and form.is_valid():
@@ -67,7 +84,7 @@ def decide(
                     for i in done
                 },
             )
-        _report(admin, request, decision, result)
+        _report(modeladmin, request, decision, result)
         return None  # back to the queue
     tasks = []
     for row in rows:
@@ -84,8 +101,8 @@ def decide(
             }
         )
     context = {
-        **admin.admin_site.each_context(request),
-        "opts": admin.opts,
+        **modeladmin.admin_site.each_context(request),
+        "opts": modeladmin.opts,
         "title": gettext("Approve the selected tasks?")
         if decision == "approve"
         else gettext("Decline the selected tasks?"),
@@ -96,12 +113,12 @@ def decide(
         "selected": [str(r.pk) for r in rows],
         "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
     }
-    request.current_app = admin.admin_site.name
+    request.current_app = modeladmin.admin_site.name
     return TemplateResponse(request, TEMPLATE, context)
 
 
 def _report(
-    admin: AwaitingHumanTaskAdmin, request: HttpRequest, decision: str, result: Any
+    modeladmin: ModelAdmin[Any], request: HttpRequest, decision: str, result: BulkResult
 ) -> None:
     if result.answered:
         said = (
@@ -109,14 +126,14 @@ def _report(
             if decision == "approve"
             else ngettext("Declined %(n)d task", "Declined %(n)d tasks", len(result.answered))
         )
-        admin.message_user(
+        modeladmin.message_user(
             request,
             (said % {"n": len(result.answered)})
             + gettext("; their runs resume in the background."),
             messages.SUCCESS,
         )
     if result.approved_once:
-        admin.message_user(
+        modeladmin.message_user(
             request,
             ngettext(
                 "%(n)d task took your approval and waits for another reviewer's.",
@@ -127,7 +144,7 @@ def _report(
             messages.INFO,
         )
     for task_id, why in result.skipped:
-        admin.message_user(
+        modeladmin.message_user(
             request,
             gettext("Left task %(id)s alone: %(why)s.")
             % {"id": Truncator(task_id).chars(13), "why": str(why).rstrip(".")},

@@ -30,7 +30,7 @@ from toolnexus_django.lifecycle import Verdict, states
 from toolnexus_django.lifecycle.messages import text_part
 from toolnexus_django.lifecycle.moves import CANCELED_TEXT, Moved
 from toolnexus_django.lifecycle.requests import REVIEWER_NOTE
-from toolnexus_django.review.four_eyes import first_approval
+from toolnexus_django.review.answering import first_approval
 from toolnexus_django.review.holds import end_hold, start_hold
 from toolnexus_django.review.reminders import mark_sent
 from toolnexus_django.review.reviewers import ANSWER_PERMISSION

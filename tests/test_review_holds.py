@@ -26,7 +26,8 @@ from toolnexus_django.lifecycle import states
 from toolnexus_django.lifecycle.events import Event, current
 from toolnexus_django.models import TaskEvent
 from toolnexus_django.push.delivery import notifications
-from toolnexus_django.review.holds import end_hold, hold_of, hold_task, start_hold
+from toolnexus_django.review.holds import end_hold, hold_task, start_hold
+from toolnexus_django.review.reviewers import hold_of
 from toolnexus_django.stores import DjangoTaskStore, InMemoryTaskStore, TaskStore
 from toolnexus_django.stores.base import Task
 

@@ -21,9 +21,9 @@ from toolnexus_django.lifecycle import Verdict, states
 from toolnexus_django.lifecycle.events import Event
 from toolnexus_django.lifecycle.messages import text_part
 from toolnexus_django.push.delivery import notifications
-from toolnexus_django.review.four_eyes import approvals_of
-from toolnexus_django.review.holds import end_hold, hold_of, start_hold
+from toolnexus_django.review.holds import end_hold, start_hold
 from toolnexus_django.review.reminders import mark_sent
+from toolnexus_django.review.reviewers import approvals_of, hold_of
 from toolnexus_django.stores import InMemoryTaskStore
 from toolnexus_django.stores.base import Task, state_of
 

@@ -25,7 +25,8 @@ from toolnexus_django import lifecycle
 from toolnexus_django.lifecycle.requests import AnswerRefused
 from toolnexus_django.review import answer_task
 from toolnexus_django.review.bulk import decidable_in_bulk, decide_many
-from toolnexus_django.review.holds import hold_of, hold_task
+from toolnexus_django.review.holds import hold_task
+from toolnexus_django.review.reviewers import hold_of
 
 QUEUE = "admin:toolnexus_django_awaitinghumantask_changelist"
 REVIEW = "admin:toolnexus_django_awaitinghumantask_review"

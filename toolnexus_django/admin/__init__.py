@@ -1,10 +1,10 @@
 """Tasks in the admin: every Task read-only with its timeline
 (:mod:`.tasks`), and the human-review queue, "Tasks awaiting a human"
 (:mod:`.queue`), with its filters (:mod:`.filters`) and its pages —
-class-based views that hold the queue's ModelAdmin (:mod:`.pages`): the
-review page that answers a suspended run (:mod:`.review_view`, what it
-shows in :mod:`.review_context`), holds and "review next"
-(:mod:`.hold_views`) — and its bulk actions (:mod:`.bulk_actions`). What a
+class-based views that hold the queue's ModelAdmin: the review page that
+answers a suspended run (:mod:`.review_view`, what it shows in
+:mod:`.review_context`), holds and "review next" (:mod:`.hold_views`) — and
+its bulk actions (:mod:`.bulk_actions`). What a
 reviewer may do, and the moves, are :mod:`toolnexus_django.review`'s. The
 review decisions across Tasks (:mod:`.decisions`), also kept in Django's
 admin log (:mod:`.history`); push notification configs and their

@@ -16,8 +16,8 @@ from django.utils.translation import gettext_lazy as _
 
 from ..lifecycle.events import current
 from ..models import TaskDecision
+from ..review.reviewers import is_reviewer
 from .readonly import ReadOnlyAdmin
-from .tasks import can_answer
 
 #: How each decision event reads in the list.
 DECISION_LABELS = {
@@ -141,5 +141,5 @@ class TaskDecisionAdmin(ReadOnlyAdmin):
         return (
             super().has_view_permission(request, obj)
             or request.user.has_perm("toolnexus_django.view_taskrecord")
-            or can_answer(request)
+            or is_reviewer(request.user)
         )

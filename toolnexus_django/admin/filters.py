@@ -1,5 +1,5 @@
 """The review queue's filters: state, request kind, expiry, tool, skill,
-owner, and "held by me"."""
+owner, and "held by me"; and the next Task to review, nobody else's."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from ..conf import toolnexus_settings
 from ..models import AwaitingHumanTask, TaskState
-from ..review.holds import STORED_AS, hold_seconds
+from ..review.reviewers import HOLD_KEYS, hold_seconds, reviewer_name
 
 #: Request kinds the queue's filter names; any other kind is "other".
 KNOWN_KINDS = ("approval", "input", "authorization")
@@ -141,8 +142,8 @@ def with_holds(queryset: QuerySet[Any]) -> QuerySet[Any]:
     columns ``_hold_by`` / ``_hold_at`` (a JSON key's own lookups would
     parse a compared time as JSON) — also a hold stored under its old name."""
     return queryset.annotate(
-        _hold_by=Coalesce(*(_text(f"private__review__{key}__by") for key in STORED_AS)),
-        _hold_at=Coalesce(*(_text(f"private__review__{key}__at") for key in STORED_AS)),
+        _hold_by=Coalesce(*(_text(f"private__review__{key}__by") for key in HOLD_KEYS)),
+        _hold_at=Coalesce(*(_text(f"private__review__{key}__at") for key in HOLD_KEYS)),
     )
 
 
@@ -152,7 +153,7 @@ def _text(path: str) -> Cast:
 
 def live_hold() -> Q:
     """Over :func:`with_holds`: a hold that lasts, one younger than
-    ``REVIEW["HOLD_SECONDS"]`` (as ``review.holds.hold_of`` reads it). Holds
+    ``REVIEW["HOLD_SECONDS"]`` (as ``review.reviewers.hold_of`` reads it). Holds
     store their time as ISO 8601 in UTC: as text, they sort as times."""
     cutoff = (timezone.now() - timedelta(seconds=hold_seconds())).isoformat()
     return Q(_hold_by__isnull=False, _hold_at__gte=cutoff)
@@ -178,3 +179,17 @@ class HoldFilter(admin.SimpleListFilter):
         if self.value() == "others":
             return rows.filter(live & ~mine)
         return rows.exclude(live)
+
+
+def next_task_id(request: HttpRequest, after: str | None = None) -> str | None:
+    """The newest waiting Task (the queue's order) that nobody but this
+    reviewer holds, other than ``after`` — and, unless
+    ``REVIEW["ALLOW_SELF_APPROVAL"]``, not one the reviewer sent: one query."""
+    rows = with_holds(AwaitingHumanTask.objects.order_by("-updated_at"))
+    rows = rows.exclude(live_hold() & ~Q(_hold_by=reviewer_name(request.user)))
+    if not toolnexus_settings.REVIEW["ALLOW_SELF_APPROVAL"]:
+        rows = rows.exclude(owner_id=request.user.pk)
+    if after:
+        rows = rows.exclude(pk=after)
+    found = rows.values_list("pk", flat=True).first()
+    return None if found is None else str(found)

@@ -9,20 +9,16 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.translation import gettext
 
 from .. import lifecycle
-from ..conf import toolnexus_settings
-from ..models import AwaitingHumanTask
 from ..review.holds import hold_task, release_task
-from ..review.reviewers import reviewer_name
+from ..review.reviewers import is_reviewer
 from ..stores.base import Task
-from .filters import live_hold, with_holds
+from .filters import next_task_id
 from .history import decision_message, log_decision
-from .pages import QueuePage
-from .tasks import can_answer
+from .review_view import QueuePage
 
 
 class HoldMove(QueuePage):
@@ -32,7 +28,7 @@ class HoldMove(QueuePage):
     http_method_names = ["post"]
 
     def post(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        if not can_answer(request):
+        if not is_reviewer(request.user):
             raise PermissionDenied
         task_id = unquote(object_id)
         try:
@@ -86,17 +82,3 @@ class NextView(QueuePage):
         return HttpResponseRedirect(self.review_url(found))
 
     post = get  # a form's button as well as a link, as before
-
-
-def next_task_id(request: HttpRequest, after: str | None = None) -> str | None:
-    """The newest waiting Task (the queue's order) that nobody but this
-    reviewer holds, other than ``after`` — and, unless
-    ``REVIEW["ALLOW_SELF_APPROVAL"]``, not one the reviewer sent: one query."""
-    rows = with_holds(AwaitingHumanTask.objects.order_by("-updated_at"))
-    rows = rows.exclude(live_hold() & ~Q(_hold_by=reviewer_name(request.user)))
-    if not toolnexus_settings.REVIEW["ALLOW_SELF_APPROVAL"]:
-        rows = rows.exclude(owner_id=request.user.pk)
-    if after:
-        rows = rows.exclude(pk=after)
-    found = rows.values_list("pk", flat=True).first()
-    return None if found is None else str(found)

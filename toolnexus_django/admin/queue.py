@@ -26,8 +26,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ..models import AwaitingHumanTask
-from ..review.four_eyes import review_state
-from ..review.reviewers import is_own_request
+from ..review.reviewers import is_own_request, is_reviewer, review_state
 from .bulk_actions import approve_selected, decline_selected
 from .display import halted_call, owner_label, private_of, server_side, time_left
 from .filters import (
@@ -40,10 +39,9 @@ from .filters import (
     WaitingStateFilter,
 )
 from .hold_views import HoldView, NextView, ReleaseView
-from .pages import QueuePage
 from .readonly import ReadOnlyAdmin
-from .review_view import ReviewView
-from .tasks import TimelineMixin, can_answer
+from .review_view import QueuePage, ReviewView
+from .tasks import TimelineMixin
 
 
 class ReviewChangeList(ChangeList):
@@ -127,14 +125,14 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
 
     # The bulk actions' permission ("answer"): answering needs answer_task.
     def has_answer_permission(self, request: HttpRequest) -> bool:
-        return can_answer(request)
+        return is_reviewer(request.user)
 
     # Reading: the dedicated permission implies seeing the queue.
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return (
             super().has_view_permission(request, obj)
             or request.user.has_perm("toolnexus_django.view_taskrecord")
-            or can_answer(request)
+            or is_reviewer(request.user)
         )
 
     # -- columns --

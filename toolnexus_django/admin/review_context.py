@@ -13,17 +13,8 @@ from django.utils.translation import gettext
 
 from .. import lifecycle
 from ..models import TaskRecord
-from ..review.edit_form import edit_form
-from ..review.edits import can_edit
-from ..review.forms import (
-    ApproveForm,
-    AuthorizationForm,
-    DeclineForm,
-    JsonReplyForm,
-    SchemaNotSupported,
-)
-from ..review.four_eyes import approvals_needed, review_state
-from ..review.reviewers import is_own_request, reviewer_name
+from ..review.forms import SchemaNotSupported
+from ..review.reviewers import is_own_request, is_reviewer, review_state, reviewer_name
 from ..review.schema_forms import schema_form_class
 from ..stores.base import parse_instant
 from .display import (
@@ -36,41 +27,9 @@ from .display import (
     timeline,
     transcript_turns,
 )
-from .tasks import can_answer
 
 #: The decisions an answered Task's page names.
 DECIDED = ("answer", "expire", "review_approval")
-
-
-def answer_forms(
-    private: lifecycle.Private, action: str | None = None, data: Any = None
-) -> dict[str, forms.Form]:
-    """The forms that answer the waiting Request, keyed by action; the one
-    named ``action`` is bound to ``data``."""
-    pending = private.pending or {}
-
-    def bound(name: str) -> Any:
-        return data if name == action else None
-
-    if pending.get("kind") == "authorization":
-        return {"authorize": AuthorizationForm(bound("authorize"), prefix="authorize")}
-    reply_class: type[forms.Form] = JsonReplyForm
-    request_data = pending.get("data")
-    schema = request_data.get("schema") if isinstance(request_data, dict) else None
-    if schema is not None:
-        try:
-            reply_class = schema_form_class(schema)
-        except SchemaNotSupported:
-            reply_class = JsonReplyForm
-    found: dict[str, forms.Form] = {
-        "approve": ApproveForm(bound("approve"), prefix="approve"),
-        "decline": DeclineForm(bound("decline"), prefix="decline"),
-        "reply": reply_class(bound("reply"), prefix="reply"),
-    }
-    halt = private.halt or {}
-    if can_edit(private) and approvals_needed(halt.get("tool")) <= 1:
-        found["edit"] = edit_form(halt, bound("edit"))
-    return found
 
 
 def _request_facts(pending: dict[str, Any], has_reply: bool) -> dict[str, Any]:
@@ -122,7 +81,7 @@ def page_context(
     events = timeline(obj)
     # The requester of a reviewer's Request is no reviewer of it (segregation of duties).
     own = waiting and is_own_request(request.user, task)
-    answering = waiting and can_answer(request) and not own
+    answering = waiting and is_reviewer(request.user) and not own
     state = review_state(task) if waiting else {}
     me = reviewer_name(request.user)
     holder = state.get("holder")

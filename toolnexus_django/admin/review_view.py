@@ -3,6 +3,11 @@
 reply, decline, or record a sign-in — and goes back to the queue or on to the
 next Task ("Answer and review next").
 
+It and the queue's other pages (:mod:`.hold_views`) are class-based views
+that hold the queue's ModelAdmin (:class:`QueuePage`): ``as_view(model_admin=self)``
+in its ``get_urls()``, the way Django's ``AutocompleteJsonView`` holds its
+admin site, so no page imports the ModelAdmin back.
+
 Answers go through :func:`toolnexus_django.review.decide_task` only; the run
 resumes in the background, never in the admin request. A Task another
 reviewer holds is answered only once the reviewer confirms.
@@ -14,27 +19,27 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
+from django.contrib.admin import ModelAdmin
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.text import Truncator
 from django.utils.translation import gettext
+from django.views import View
 from toolnexus import Answer
 
 from .. import lifecycle
 from ..lifecycle.requests import already_answered
 from ..models import AwaitingHumanTask, TaskRecord, TaskState
 from ..review import AnswerRefused, Verdict, decide_task
-from ..review.holds import hold_of
-from ..review.reviewers import reviewer_name
+from ..review.answer_forms import answer_form, answer_forms
+from ..review.reviewers import hold_of, is_reviewer, reviewer_name
 from ..stores import DjangoTaskStore
-from .display import task_of
+from .filters import next_task_id
 from .history import decision_message, log_decision
-from .hold_views import next_task_id
-from .pages import QueuePage
-from .review_context import answer_forms, page_context, was_reviewed
-from .tasks import can_answer
+from .review_context import page_context, was_reviewed
 
 #: Which decision each answer form records.
 FORM_DECISIONS = {
@@ -47,6 +52,36 @@ FORM_DECISIONS = {
 WAITING = (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
 
 
+class QueuePage(View):
+    #: The queue's ModelAdmin; ``as_view(model_admin=...)`` sets it.
+    model_admin: ModelAdmin[Any] | None = None
+
+    @property
+    def queue(self) -> ModelAdmin[Any]:
+        if self.model_admin is None:
+            raise ImproperlyConfigured(f"{type(self).__name__}.as_view(model_admin=...)")
+        return self.model_admin
+
+    def url(self, name: str, *args: str) -> str:
+        """The admin URL ``name`` (say ``"awaitinghumantask_review"``) in
+        this admin site, of the object ids ``args``."""
+        site = self.queue.admin_site.name
+        return reverse(f"{site}:toolnexus_django_{name}", args=[quote(a) for a in args])
+
+    def queue_url(self) -> str:
+        return self.url("awaitinghumantask_changelist")
+
+    def review_url(self, task_id: str) -> str:
+        return self.url("awaitinghumantask_review", task_id)
+
+    def record_url(self, task_id: str) -> str:
+        """The stored Task's own (read-only) page."""
+        return self.url("taskrecord_change", task_id)
+
+    def say(self, request: HttpRequest, message: str, level: int) -> None:
+        self.queue.message_user(request, message, level)
+
+
 class ReviewView(QueuePage):
     template_name = "admin/toolnexus_django/review.html"
 
@@ -57,10 +92,11 @@ class ReviewView(QueuePage):
             return self.gone(request, task_id)
         if not self.queue.has_view_permission(request, obj):
             raise PermissionDenied
-        return self.render(request, obj, answer_forms(lifecycle.read(task_of(obj))))
+        private = lifecycle.read(DjangoTaskStore.task_of(obj))
+        return self.render(request, obj, answer_forms(private))
 
     def post(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        if not can_answer(request):
+        if not is_reviewer(request.user):
             raise PermissionDenied
         return self.answer(request, unquote(object_id))
 
@@ -93,16 +129,15 @@ class ReviewView(QueuePage):
         if obj is None:
             self.say(request, gettext("Task not found."), messages.ERROR)
             return HttpResponseRedirect(self.queue_url())
-        task = task_of(obj)
+        task = DjangoTaskStore.task_of(obj)
         private = lifecycle.read(task)
         if obj.state not in WAITING or (private.pending or {}).get("id") != request_id:
             return self.refused(request, obj, request_id, None)
-        forms_by_action = answer_forms(private, action, request.POST)
-        form = forms_by_action.get(action)
+        form = answer_form(private, action, request.POST)
         if form is None:  # e.g. "approve" posted to an authorization request
             return HttpResponseBadRequest("This request cannot be answered that way.")
         if not form.is_valid():
-            return self.render(request, _proxy(task_id, obj), forms_by_action)
+            return self.render(request, _proxy(task_id, obj), _with(private, action, form))
         held = hold_of(task)
         others = held is not None and held["by"] != reviewer_name(request.user)
         if held is not None and others and request.POST.get("_confirm_held") != "1":
@@ -111,18 +146,21 @@ class ReviewView(QueuePage):
                 "This task is being reviewed by %(name)s. Tick “Answer anyway” to answer it."
             )
             self.say(request, said % {"name": held["by"]}, messages.WARNING)
-            return self.render(request, _proxy(task_id, obj), forms_by_action, confirm_hold=True)
+            shown = _with(private, action, form)
+            return self.render(request, _proxy(task_id, obj), shown, confirm_hold=True)
         try:
             saved = decide_task(obj.pk, _verdict(request, action, form, request_id))
         except AnswerRefused as exc:
-            return self.not_taken(request, obj, form, forms_by_action, request_id, exc)
+            return self.not_taken(request, obj, _with(private, action, form), action, exc)
         return self.answered(request, obj, action, form, saved)
 
     def answered(
         self, request: HttpRequest, obj: TaskRecord, action: str, form: Any, saved: Any
     ) -> HttpResponse:
         """Log and say what was decided; back to the queue, or on to the next Task."""
-        prompt = (lifecycle.read(task_of(obj)).pending or {}).get("prompt") or obj.pk
+        prompt = (lifecycle.read(DjangoTaskStore.task_of(obj)).pending or {}).get(
+            "prompt"
+        ) or obj.pk
         decision = FORM_DECISIONS[action]
         still_waiting = lifecycle.phase_of(saved) == lifecycle.states.WAITING
         logged = "first_approval" if still_waiting else ("edit" if action == "edit" else decision)
@@ -151,12 +189,13 @@ class ReviewView(QueuePage):
         self,
         request: HttpRequest,
         obj: TaskRecord,
-        form: forms.Form,
         forms_by_action: dict[str, forms.Form],
-        request_id: str,
+        action: str,
         exc: AnswerRefused,
     ) -> HttpResponse:
         """The answer was refused: the form's errors, or why, and where to look."""
+        form = forms_by_action[action]
+        request_id = str(request.POST.get("request_id"))
         if exc.reason == "invalid":
             # The schema check is the server's word, whatever the form allowed.
             for violation in exc.violations or [{"path": "", "message": str(exc)}]:
@@ -193,6 +232,12 @@ class ReviewView(QueuePage):
         said = gettext("This task is %(state)s: it is not waiting for a person any more.")
         self.say(request, said % {"state": obj.state}, messages.INFO)
         return HttpResponseRedirect(self.record_url(obj.pk))
+
+
+def _with(private: lifecycle.Private, action: str, form: forms.Form) -> dict[str, forms.Form]:
+    """Every form of the page, ``form`` (the one posted) among them: built
+    only when the page is shown again."""
+    return {**answer_forms(private), action: form}
 
 
 def _proxy(task_id: str, fallback: TaskRecord) -> TaskRecord:

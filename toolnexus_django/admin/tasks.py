@@ -23,10 +23,6 @@ from .display import owner_label, task_of, timeline
 from .push import can_view_push, task_section
 
 
-def can_answer(request: HttpRequest) -> bool:
-    return is_reviewer(request.user)
-
-
 class TimelineMixin:
     """What both Task admins show: the Task's events, read-only."""
 
@@ -139,7 +135,7 @@ class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Reviewers land here when an answer is refused: let them read the Task.
-        return super().has_view_permission(request, obj) or can_answer(request)
+        return super().has_view_permission(request, obj) or is_reviewer(request.user)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -7,16 +7,18 @@ rules that say whether it may be made. The lifecycle makes the moves
 module                     holds
 =========================  ======================================================
 :mod:`.answering`          :func:`answer` (the rules, then the move) of a
-                           :class:`Verdict`; :func:`decide_task`, the one door
-                           by Task id, and :func:`answer_task`, its keyword form
-:mod:`.reviewers`          who reviews: the permission, segregation of duties
-:mod:`.holds`              a reviewer holding a Task, releasing it, who holds it
-:mod:`.four_eyes`          approvals from several reviewers (``APPROVALS``)
+                           :class:`Verdict`, four eyes' first approvals;
+                           :func:`decide_task`, the one door by Task id, and
+                           :func:`answer_task`, its keyword form
+:mod:`.reviewers`          who reviews (the permission, segregation of duties);
+                           who holds a Task, who approved it (four eyes)
+:mod:`.holds`              a reviewer holding a Task, releasing it
 :mod:`.edits`              edit, then approve: a reviewer's arguments for the call
 :mod:`.bulk`               one decision for many Tasks
 :mod:`.cancel`             :func:`cancel_task`
-:mod:`.forms`              the answer forms; :mod:`.schema_forms`, the reply
-                           form generated from data.schema; :mod:`.edit_form`
+:mod:`.answer_forms`       which forms answer a Request, the edit form among them;
+                           :mod:`.forms`, the forms; :mod:`.schema_forms`, the
+                           reply form generated from data.schema
 :mod:`.notifications`      the reviewer e-mail when a Task starts waiting
 :mod:`.reminders`          :func:`remind_due`: reminders, escalations before expiry
 =========================  ======================================================
@@ -37,9 +39,9 @@ from ..lifecycle.requests import (
 from .answering import answer, answer_task, decide_task
 from .bulk import BulkResult, decide_many
 from .cancel import NotCancelable, TaskNotFound, cancel_task
-from .holds import hold_of, hold_task, release_task
+from .holds import hold_task, release_task
 from .reminders import remind_due
-from .reviewers import ANSWER_PERMISSION
+from .reviewers import ANSWER_PERMISSION, hold_of
 
 __all__ = [
     "ANSWER_PERMISSION",

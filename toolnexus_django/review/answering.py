@@ -10,12 +10,19 @@ with its event). :func:`decide_task` is the one door by Task id: it also
 enqueues the resume once the transaction commits and sends
 ``task_answered``; :func:`answer_task` is its keyword form (public API). The
 run never happens in the answering request.
+
+Four eyes, per tool: ``REVIEW["APPROVALS"] = {"pay_supplier": 2}`` makes
+that tool's Requests wait for two different reviewers' approvals before the
+run resumes. Each approval but the last is a ``review_approval`` move
+(:func:`first_approval`): the Task keeps waiting, its approvals so far in the
+private ``review`` notes, and whoever held it no longer does.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
 from toolnexus import Answer
 
 from .. import lifecycle
@@ -35,8 +42,7 @@ from ..signals import task_answered
 from ..stores import TaskStore, get_task_store
 from ..stores.base import Task
 from .edits import edited_transcript
-from .four_eyes import approvals_needed, approvers_with, first_approval
-from .reviewers import check_reviewer
+from .reviewers import HOLD_KEYS, approvals_needed, approvals_of, check_reviewer
 
 
 def answer(store: TaskStore, task: Task, verdict: Verdict) -> lifecycle.Moved:
@@ -78,6 +84,48 @@ def answer(store: TaskStore, task: Task, verdict: Verdict) -> lifecycle.Moved:
     if moved is None:
         raise lifecycle.refuse_not_waiting(store, store.get(task["id"]) or task, pending.get("id"))
     return moved
+
+
+def approvers_with(
+    task: Task, needed: int, role: str, actor: str | None, editing: bool
+) -> tuple[str, ...]:
+    """The approvers of a four-eyes Request once ``actor``'s approval counts;
+    refuses an approval that cannot count."""
+    if role != REVIEWER or not actor:
+        raise AnswerRefused(
+            "not-allowed", f"This request needs {needed} reviewers' approvals.", task=task
+        )
+    earlier = [str(a.get("by")) for a in approvals_of(task)]
+    if actor in earlier:
+        raise AnswerRefused(
+            "already-approved",
+            f"You already approved this request; it needs {needed} different reviewers.",
+            task=task,
+        )
+    if editing:
+        raise AnswerRefused(
+            "invalid",
+            "The arguments of a call that needs several approvals cannot be edited: "
+            "every reviewer must approve the same call.",
+            task=task,
+        )
+    return (*earlier, actor)
+
+
+def first_approval(
+    store: TaskStore, task: Task, *, reviewer: str, comment: str, needed: int, via: str
+) -> lifecycle.Moved | None:
+    """One more approval of a Request that needs ``needed`` (four eyes): the
+    Task keeps waiting; ``None`` when another writer moved it first."""
+    approvals = approvals_of(task)
+    entry = {"by": reviewer, "at": timezone.now().isoformat(), "comment": comment}
+    return lifecycle.review_move(
+        store, task, "review_approval", {"approvals": [*approvals, entry]},
+        actor=reviewer, via=via,
+        detail={"decision": "approve", "comment": comment,
+                "approvals": len(approvals) + 1, "needed": needed},
+        drop=HOLD_KEYS,
+    )  # fmt: skip
 
 
 def decide_task(task_id: str, verdict: Verdict, *, store: TaskStore | None = None) -> Task:

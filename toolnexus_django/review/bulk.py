@@ -17,8 +17,7 @@ from ..lifecycle.requests import AnswerRefused, schema_of
 from ..schemas import violations_of
 from ..stores import TaskStore, get_task_store
 from .answering import decide_task
-from .holds import hold_of
-from .reviewers import reviewer_name
+from .reviewers import hold_of, reviewer_name
 
 BULK_DECISIONS = ("approve", "decline")
 

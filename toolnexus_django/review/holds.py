@@ -1,5 +1,6 @@
 """A reviewer holding the Task they look at, so a team does not answer the
-same Task twice: :func:`hold_task`, :func:`release_task`, :func:`hold_of`.
+same Task twice: :func:`hold_task`, :func:`release_task` (who holds it:
+:func:`.reviewers.hold_of`).
 (The word "claim" is a worker's: a run's lease.)
 
 A hold is a move of the waiting Task that keeps its public state
@@ -11,45 +12,21 @@ taken whoever holds the Task, and the admin asks a reviewer to confirm
 before answering a Task someone else holds.
 
 Tasks stored before the rename read the same: a hold kept as ``"claim"`` in
-the private ``review`` notes holds (:data:`STORED_AS`); its events read as
-``review_hold`` (:data:`toolnexus_django.lifecycle.events.RENAMED_KINDS`).
+the private ``review`` notes holds (:data:`.reviewers.HOLD_KEYS`); its events
+read as ``review_hold`` (:data:`toolnexus_django.lifecycle.events.RENAMED_KINDS`).
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
 
 from .. import lifecycle
-from ..conf import toolnexus_settings
 from ..lifecycle.requests import AnswerRefused
 from ..stores import TaskStore, get_task_store
-from ..stores.base import Task, parse_instant
-from .reviewers import check_reviewer, reviewer_name
-
-#: Where the private ``review`` notes keep a hold: now, and before the rename.
-STORED_AS = ("hold", "claim")
-
-
-def hold_seconds() -> float:
-    return float(toolnexus_settings.REVIEW["HOLD_SECONDS"] or 0)
-
-
-def hold_of(task: Task | None, now: datetime | None = None) -> dict[str, Any] | None:
-    """Who holds ``task`` for review and since when (``{"by", "at"}``), or
-    None — also when the hold is older than ``HOLD_SECONDS`` (it lapsed)."""
-    review = lifecycle.read(task).review or {}
-    hold = next((review[k] for k in STORED_AS if isinstance(review.get(k), dict)), None)
-    if hold is None or not hold.get("by"):
-        return None
-    since = parse_instant(str(hold.get("at") or ""))
-    if since is None:
-        return None
-    if since + timedelta(seconds=hold_seconds()) <= (now or timezone.now()):
-        return None
-    return {"by": str(hold["by"]), "at": since}
+from ..stores.base import Task
+from .reviewers import HOLD_KEYS, check_reviewer, hold_of, reviewer_name
 
 
 def _held_by_other(task: Task, held: dict[str, Any]) -> AnswerRefused:
@@ -75,7 +52,7 @@ def start_hold(
         detail["took_over_from"] = held["by"]
     return lifecycle.review_move(
         store, task, "review_hold", {"hold": {"by": reviewer, "at": now}},
-        actor=reviewer, via=via, detail=detail, drop=STORED_AS,
+        actor=reviewer, via=via, detail=detail, drop=HOLD_KEYS,
     )  # fmt: skip
 
 
@@ -90,7 +67,7 @@ def end_hold(
         raise _held_by_other(task, held)
     return lifecycle.review_move(
         store, task, "review_release", {}, actor=reviewer, via=via,
-        detail={"decision": "release"}, drop=STORED_AS,
+        detail={"decision": "release"}, drop=HOLD_KEYS,
     )  # fmt: skip
 
 

@@ -62,30 +62,37 @@ def decide(
     confirmed, each answered on its own and the outcome reported."""
     rows = list(queryset.defer("task"))
     form = BulkCommentForm(request.POST if "_confirm" in request.POST else None)
-    if "_confirm" in request.POST and form.is_valid():
-        comment = form.cleaned_data["comment"]
-        ids = [str(r.pk) for r in rows]
-        prompts = {
-            str(r.pk): (lifecycle.read(server_side(r)).pending or {}).get("prompt") for r in rows
-        }
-        result = decide_many(ids, decision, request.user, comment=comment)
-        done = result.answered + result.approved_once
-        if done:
-            log_decision(
-                request.user,
-                done,
-                {
-                    i: decision_message(
-                        "first_approval" if i in result.approved_once else decision,
-                        prompts.get(i),
-                        comment=comment,
-                        bulk=True,
-                    )
-                    for i in done
-                },
+    if not ("_confirm" in request.POST and form.is_valid()):
+        return _confirmation(modeladmin, request, rows, decision, form)
+    comment = form.cleaned_data["comment"]
+    prompts = {
+        str(r.pk): (lifecycle.read(server_side(r)).pending or {}).get("prompt") for r in rows
+    }
+    result = decide_many(list(prompts), decision, request.user, comment=comment)
+    done = result.answered + result.approved_once
+    if done:
+        said = {
+            i: decision_message(
+                "first_approval" if i in result.approved_once else decision,
+                prompts.get(i),
+                comment=comment,
+                bulk=True,
             )
-        _report(modeladmin, request, decision, result)
-        return None  # back to the queue
+            for i in done
+        }
+        log_decision(request.user, done, said)
+    _report(modeladmin, request, decision, result)
+    return None  # back to the queue
+
+
+def _confirmation(
+    modeladmin: ModelAdmin[Any],
+    request: HttpRequest,
+    rows: list[Any],
+    decision: str,
+    form: BulkCommentForm,
+) -> TemplateResponse:
+    """The selected Tasks, which of them one decision fits, and the comment."""
     tasks = []
     for row in rows:
         task = server_side(row)

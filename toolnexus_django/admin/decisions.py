@@ -14,7 +14,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
-from ..lifecycle.events import current
+from ..lifecycle.events import RENAMED_KINDS, current
 from ..models import TaskDecision
 from ..review.reviewers import is_reviewer
 from .readonly import ReadOnlyAdmin
@@ -33,8 +33,10 @@ DECISION_LABELS = {
 }
 
 
-#: The decisions each label stands for, as events stored them (a hold was a "claim").
-STORED_AS = {"hold": ["hold", "claim"]}
+#: A decision as events stored it before it was renamed (a hold was a "claim").
+STORED_AS = {
+    new: [new, old] for _, renamed in RENAMED_KINDS.values() for old, new in renamed.items()
+}
 
 
 class MineFilter(admin.SimpleListFilter):

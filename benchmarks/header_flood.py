@@ -7,7 +7,7 @@ never ends (no CRLF, so the headers never finish), all at once, and holds
 them. It reports the worker's RSS before, its peak (VmHWM) and RSS while the
 connections are held, how each connection ended (431 from the server, closed
 by the server, still open) and the RSS once the clients are gone; then that
-the server still answers. Not a test (tests/test_serving_edge.py checks the
+the server still answers. Not a test (tests/serving/test_serving_edge.py checks the
 behaviour); loopback only; the server is stopped here.
 
     .venv/bin/python benchmarks/header_flood.py [--connections 200] [--header-mb 2] [--hold 10]

@@ -1,5 +1,5 @@
 """Tools that use the ORM, for benchmarks/tool_connections.py and
-tests/test_tool_connections.py: each counts the users, writes a row, then
+tests/project_tools/test_tool_connections.py: each counts the users, writes a row, then
 works ``TOOLNEXUS_BENCH_WORK`` seconds (default 1) without the database, as
 a tool that calls another service does. The same two bodies (sync and
 async) are served as plain ``toolnexus.tool`` tools and, where the checkout

@@ -1,4 +1,4 @@
-"""Settings for benchmarks/tool_connections.py and tests/test_tool_connections.py:
+"""Settings for benchmarks/tool_connections.py and tests/project_tools/test_tool_connections.py:
 the test project whose toolkit is the ORM tools of ``benchmarks/orm_tools.py``.
 
 TOOLNEXUS_TOOL_THREADS   TOOL_THREADS (unset: the default)

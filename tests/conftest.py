@@ -20,7 +20,7 @@ pytest_plugins = ["tests.fakes.pytest_plugin"]
 #: anonymous callers and all, on an endpoint without authentication: it runs
 #: on testproject's "example" agent. The demo's own ("expenses", its default)
 #: offers its tools only to a signed-in requester allowed to use them;
-#: tests/test_demo_*.py select it. Every process the tests start copies this
+#: tests/e2e/test_demo_*.py select it. Every process the tests start copies this
 #: environment.
 os.environ["DEMO_AGENT"] = "example"
 

@@ -1,7 +1,7 @@
 """Tasks whose every text field holds hostile text (:mod:`tests.corpus.xss`),
 made the way the app makes them, and the admin pages that show them — for the
-stored-XSS tests on the HTML (tests/test_admin_xss.py) and in chromium
-(tests/test_browser_admin_xss.py), issue 18 item 1.
+stored-XSS tests on the HTML (tests/admin/test_admin_xss.py) and in chromium
+(tests/admin/test_browser_admin_xss.py), issue 18 item 1.
 
 A scene is one of each kind of Task the admin shows — waiting on an approval
 (claimed, with a push config and an MCP call), on a sign-in (its URL as sent,

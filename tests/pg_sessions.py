@@ -5,7 +5,7 @@ A session's row in ``pg_stat_activity`` names the client's TCP port
 inodes that tie them to the process are in ``/proc`` (Linux). Matching the
 two counts each process's sessions exactly, whatever its threads or
 ``application_name`` (forked workers share the master's). Used by
-tests/test_tool_connections.py and benchmarks/tool_connections.py.
+tests/project_tools/test_tool_connections.py and benchmarks/tool_connections.py.
 """
 
 from __future__ import annotations

@@ -366,7 +366,7 @@ def test_v1_only_methods_named_with_version_0_3_are_refused(
     rpc: RpcClient, configure: Any, method: str
 ) -> None:
     """Documented: a v1.0-only method sent as ``A2A-Version: 0.3`` is -32009
-    (without any version it is served as v1.0: tests/test_version_forms.py)."""
+    (without any version it is served as v1.0: tests/a2a/test_version_forms.py)."""
     configure(None)
     reply = rpc.call(method, {"id": "x"}, headers={"A2A-Version": "0.3"})
     err = error(reply, -32009)

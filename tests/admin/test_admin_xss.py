@@ -7,7 +7,7 @@ holds the payloads of the corpus (tests/corpus/xss.py), and the HTML is
 parsed: no element, attribute, handler, script or ``javascript:`` URL a
 payload made survives. First all payloads at once; then (slow) one scene per
 payload, so the columns that cut text short see each one at their start. The
-same pages in chromium: tests/test_browser_admin_xss.py."""
+same pages in chromium: tests/admin/test_browser_admin_xss.py."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ the run segment under way — the resume of the second answer — not every run
 the Task ever started (three by then), so its one interruption is not fatal.
 The rounds are answered by a reviewer in the served admin, over real HTTP;
 the model is the fake over real HTTP. (The lifecycle's spec:
-tests/test_attempt_budget.py; the crash harness: tests/test_crash.py.)
+tests/fulfilment/test_attempt_budget.py; the crash harness: tests/e2e/test_crash.py.)
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ approval is never lost to one crash just because earlier rounds used runs.
 The lifecycle is driven by its own verbs on an in-memory store (no server);
 recovery's decision is checked on the configured store with :func:`recover`.
 (The same Task killed for real, kill -9 of ``toolnexus_serve``:
-tests/test_crash_after_review.py.)
+tests/e2e/test_crash_after_review.py.)
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Leases, recovery, cancel and conversation memory, in one process.
-(Crashes of whole server processes: tests/test_crash.py.)"""
+(Crashes of whole server processes: tests/e2e/test_crash.py.)"""
 
 from __future__ import annotations
 

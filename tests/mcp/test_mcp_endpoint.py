@@ -1,6 +1,6 @@
 """The MCP endpoint in-process (the ASGI app through httpx's ASGI transport,
 the DRF view through Django's test client): the signal, auth defaults, the
-limits, the WSGI view. The real server is tests/test_mcp_serve.py."""
+limits, the WSGI view. The real server is tests/mcp/test_mcp_serve.py."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ thread never wait; SQLite's write lock is not held across a tool's work.
 
 The tools run on a real agent runtime's loop (its IO pool is the loop's
 default executor, where ``asyncio.to_thread`` goes), as the runner runs them;
-tests/test_tool_connections.py is the same under load on PostgreSQL.
+tests/project_tools/test_tool_connections.py is the same under load on PostgreSQL.
 """
 
 from __future__ import annotations

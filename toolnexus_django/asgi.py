@@ -6,7 +6,7 @@ MCP endpoint (:mod:`.mcp`, when ``TOOLNEXUS["MCP"]`` turns it on), wherever
 the project mounted ``toolnexus_django.urls``, are answered here, by
 coroutines that hold no thread while they wait — a stream or a blocking
 send waits on its Task's wake-ups — and hand their short database work to the database threads
-(:mod:`.dbthreads`). Everything else (the admin, the project's own views)
+(:mod:`.runtime.dbthreads`). Everything else (the admin, the project's own views)
 goes to Django, unchanged.
 
 What the lean endpoint does as Django would: the ``Host`` header is checked

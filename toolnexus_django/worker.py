@@ -49,10 +49,10 @@ def waiting_stopper() -> Callable[[], None]:
 def stop_background_work(timeout: float) -> bool:
     """Let this process's running Tasks finish (at most ``timeout`` seconds),
     then stop its agent runtime. Returns whether every run finished."""
-    from . import dbthreads
     from .agent.runtime import shutdown_runtime
     from .fulfilment.leases import release_runs
     from .fulfilment.runs import close_runs
+    from .runtime import dbthreads
 
     deadline = time.monotonic() + max(0.0, timeout)
     finished = close_runs(timeout=max(0.0, timeout))

@@ -28,8 +28,8 @@ import toolnexus
 from django.core.exceptions import ImproperlyConfigured
 
 from ..conf import TOOLKIT_KEYS, import_path, setting_name, toolnexus_settings
-from ..registry import PerProcess
-from ..threads import DaemonThreadPool, RunBudget, current_budget, within_budget
+from ..runtime.registry import PerProcess
+from ..runtime.threads import DaemonThreadPool, RunBudget, current_budget, within_budget
 from ..tools import budgeted
 from .transport import AbandonedCall as AbandonedCall  # where it was defined before
 from .transport import BoundedTransport, BudgetedTransport

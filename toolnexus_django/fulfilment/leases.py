@@ -31,7 +31,7 @@ from django.utils import timezone
 from .. import lifecycle
 from ..agent.runtime import RunHandle
 from ..conf import toolnexus_settings
-from ..registry import PerProcess
+from ..runtime.registry import PerProcess
 from ..stores import TaskStore
 from ..stores.base import Task, parse_instant, state_of
 

@@ -38,8 +38,8 @@ from ..a2a.pushconfig import keeps_configs
 from ..conf import toolnexus_settings
 from ..fulfilment.jobs import job
 from ..lifecycle.events import Event
+from ..runtime.threads import DaemonThreadPool
 from ..stores import DjangoTaskStore, TaskStore, get_task_store
-from ..threads import DaemonThreadPool
 from . import sender
 from .book import DELIVERED, DISABLED, GAVE_UP, REFUSED, RETRY, Attempt, Book, DatabaseBook, until
 from .configs import check

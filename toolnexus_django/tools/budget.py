@@ -50,8 +50,8 @@ from typing import Any, TypeVar
 from django.db import close_old_connections
 
 from ..conf import toolnexus_settings
-from ..registry import PerProcess
-from ..threads import DaemonThreadPool, diverted_to, diverting_to
+from ..runtime.registry import PerProcess
+from ..runtime.threads import DaemonThreadPool, diverted_to, diverting_to
 
 T = TypeVar("T")
 

@@ -19,8 +19,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
-from ... import dbthreads
 from ...conf import import_path, toolnexus_settings
+from ...runtime import dbthreads
 from ...server import (
     DEFAULT_GRACE,
     ServeOptions,

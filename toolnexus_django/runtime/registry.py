@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from .conf import toolnexus_settings
+from ..conf import toolnexus_settings
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from django.db import InterfaceError, OperationalError, connections
 
-from .conf import toolnexus_settings
+from ..conf import toolnexus_settings
 from .registry import PerProcess
 
 T = TypeVar("T")

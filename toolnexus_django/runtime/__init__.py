@@ -1,0 +1,1 @@
+"""What runs per process (filled in by the next commit)."""

@@ -28,7 +28,7 @@ import toolnexus
 from django.core.exceptions import ImproperlyConfigured
 
 from ..conf import TOOLKIT_KEYS, import_path, setting_name, toolnexus_settings
-from ..runtime.registry import PerProcess
+from ..runtime.registry import PerProcess, Stage
 from ..runtime.threads import DaemonThreadPool, RunBudget, current_budget, within_budget
 from ..tools import budgeted
 from .transport import AbandonedCall as AbandonedCall  # where it was defined before
@@ -378,7 +378,14 @@ def _start() -> AgentRuntime:
 
 #: This process's runtime: started on first use, again after a fork, stopped
 #: when settings change.
-_runtime = PerProcess("agent runtime", _start, close=lambda r: r.stop(timeout=2))
+_runtime = PerProcess(
+    "agent runtime",
+    _start,
+    close=lambda r: r.stop(timeout=2),
+    stage=Stage.LOOP,
+    # The loop stops at once; what takes time is closing the toolkit (MCP).
+    stop=lambda r, left: r.stop(timeout=min(5.0, max(0.5, left))),
+)
 
 
 def get_runtime() -> AgentRuntime:

@@ -23,7 +23,7 @@ from typing import Any
 from ..agent.runtime import get_runtime
 from ..conf import toolnexus_settings
 from ..runtime.dbthreads import run_sync
-from ..runtime.registry import PerProcess
+from ..runtime.registry import PerProcess, Stage
 from ..stores import TaskStore
 
 logger = logging.getLogger("toolnexus_django.fulfilment")
@@ -135,7 +135,13 @@ def _make() -> Runs:
 
 
 #: This process's runs (new ones after a fork, and when settings change).
-_runs = PerProcess("in-process runs", _make, close=lambda r: r.close(0))
+_runs = PerProcess(
+    "in-process runs",
+    _make,
+    close=lambda r: r.close(0),
+    stage=Stage.RUNS,
+    stop=lambda r, left: r.close(left),
+)
 
 
 def runs() -> Runs:

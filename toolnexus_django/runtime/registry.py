@@ -7,6 +7,12 @@ first use under a lock, built again in a forked child (its parent's threads
 and sockets do not cross a fork), and — unless it says otherwise — dropped
 (and closed) when the ``TOOLNEXUS`` setting changes, so the next use sees the
 new setting (``override_settings``, pytest-django's ``settings``).
+
+Some of them run something (a thread, a loop, a pool): those say at which
+:class:`Stage` :func:`toolnexus_django.runtime.stop` stops them and how, and
+whether :func:`toolnexus_django.runtime.start` builds them up front. What is
+not a singleton but must still be told (the blocking waits) is a
+:class:`Hook`. Both live in the one list :func:`pieces` walks.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from enum import IntEnum
+from typing import Generic, Protocol, TypeVar
 
 from ..conf import toolnexus_settings
 
@@ -23,7 +30,40 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+
+class Stage(IntEnum):
+    """The order :func:`toolnexus_django.runtime.stop` stops pieces in."""
+
+    #: Blocking sends and streams end; no new work is taken.
+    WAITS = 10
+    #: The sweep stops first: it would recover (so start) Tasks.
+    SWEEP = 20
+    #: Running Tasks finish, within what is left of the grace.
+    RUNS = 30
+    #: What did not finish is handed back; the lease keeper stops.
+    LEASES = 40
+    #: Push deliveries in flight finish (what is left of the grace).
+    PUSH = 50
+    #: The runtime loop (and its toolkit), then the tool threads.
+    LOOP = 60
+    TOOLS = 70
+    #: Last: every stage before may still write.
+    DATABASE = 80
+
+
+class Piece(Protocol):
+    """What :func:`pieces` lists: a named part that starts and stops."""
+
+    name: str
+    stage: Stage | None
+
+    def start_piece(self) -> None: ...
+
+    def stop_piece(self, timeout: float) -> bool: ...
+
+
 _all: list[PerProcess[object]] = []
+_hooks: list[Hook] = []
 _all_lock = threading.Lock()
 
 
@@ -37,11 +77,20 @@ class PerProcess(Generic[T]):
         *,
         close: Callable[[T], object] | None = None,
         reload: bool = True,
+        stage: Stage | None = None,
+        stop: Callable[[T, float], bool | None] | None = None,
+        eager: bool = False,
     ) -> None:
         self.name = name
         self._factory = factory
         self._close = close
         self.reload = reload
+        #: When runtime.stop() stops it (None: state, left alone), and how:
+        #: ``stop(value, seconds left)``, False if it did not stop in time.
+        self.stage = stage
+        self._stop = stop
+        #: Built by runtime.start() rather than on first use.
+        self.eager = eager
         self._lock = threading.Lock()
         self._value: T | None = None
         self._pid = 0
@@ -86,6 +135,57 @@ class PerProcess(Generic[T]):
                 self._close(value)
             except Exception:  # a failed close must not stop the others
                 logger.exception("closing %s failed", self.name)
+
+    def start_piece(self) -> None:
+        if self.eager:
+            self.get()
+
+    def stop_piece(self, timeout: float) -> bool:
+        """Stop and forget this process's value (within ``timeout`` seconds):
+        whether it stopped in time. Not built: nothing to do."""
+        value = self.pop()
+        if value is None:
+            return True
+        if self._stop is not None:
+            return self._stop(value, max(0.0, timeout)) is not False
+        if self._close is not None:
+            self._close(value)
+        return True
+
+
+class Hook:
+    """Something to tell when the process starts and stops that is not a
+    per-process value (the blocking waits' flag)."""
+
+    def __init__(
+        self,
+        name: str,
+        stage: Stage,
+        *,
+        start: Callable[[], object] | None = None,
+        stop: Callable[[float], bool | None] | None = None,
+    ) -> None:
+        self.name = name
+        self.stage: Stage | None = stage
+        self._start = start
+        self._stop = stop
+        with _all_lock:
+            _hooks.append(self)
+
+    def start_piece(self) -> None:
+        if self._start is not None:
+            self._start()
+
+    def stop_piece(self, timeout: float) -> bool:
+        return self._stop is None or self._stop(max(0.0, timeout)) is not False
+
+
+def pieces() -> list[Piece]:
+    """Every registered piece that starts or stops, in :class:`Stage` order."""
+    with _all_lock:
+        found: list[Piece] = [*_all, *_hooks]
+    staged = [piece for piece in found if piece.stage is not None]
+    return sorted(staged, key=lambda piece: piece.stage or 0)
 
 
 def reset_on_reload() -> None:

@@ -18,9 +18,10 @@ the bottom of the layers (the stores and every package above use its
 registry and threads), so it cannot import what runs above it. Each piece
 registers itself where it is defined (a :class:`PerProcess` with a
 ``stage``), and the app's ``ready()`` imports the modules that define them,
-so the registry is complete before a server starts. The loop and its
-toolkit stay in ``agent.runtime``: building them reads the agent's settings
-and the toolkit, which live above.
+so the registry is complete before a server starts. The runtime loop is
+here (:mod:`.loop`); its toolkit and model client are built in
+``agent.runtime``, which reads the agent's settings and the project's tools
+(above), and which so also holds the loop's per-process value.
 
 :func:`start` is idempotent and optional: every piece not started by it
 starts on first use, as before (tests, management commands, ``db_worker``).

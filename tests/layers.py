@@ -49,9 +49,9 @@ ROWS: tuple[tuple[Layer, ...], ...] = (
     ),
     (
         Layer(
-            "process",
-            ("registry", "threads", "dbthreads"),
-            "per-process singletons, the IO pool, database threads",
+            "runtime",
+            ("runtime",),
+            "what runs per process, behind start() / stop(grace)",
         ),
     ),
     (

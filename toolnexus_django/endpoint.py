@@ -4,7 +4,7 @@ The same methods as the DRF views (:mod:`.views`), with no thread held while
 a request waits: a stream or a blocking send waits on its Task's wake-ups
 (:mod:`.lifecycle.wakeups`), and only the short database work — parsing
 nothing, reading or moving a Task — runs on the database threads
-(:mod:`.dbthreads`). One process can so keep thousands of streams open.
+(:mod:`.runtime.dbthreads`). One process can so keep thousands of streams open.
 
 Authentication and permissions are DRF's: when the endpoint has any
 authentication class, or a permission class other than ``AllowAny``, the
@@ -42,7 +42,7 @@ from .a2a.jsonrpc import (
 from .a2a.methods import Awaiting, CallContext, Envelope, EventStream, dispatch
 from .a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
 from .conf import toolnexus_settings
-from .dbthreads import run_sync
+from .runtime.dbthreads import run_sync
 from .stores import get_task_store
 from .strictjson import dumps
 from .views import (

@@ -31,6 +31,7 @@ from .. import lifecycle
 from ..conf import toolnexus_settings
 from ..lifecycle import states, wakeups
 from ..lifecycle.events import Event
+from ..runtime.registry import Hook, Stage
 from ..stores import TaskStore
 from ..stores.base import Task, state_of
 from .dialects import Dialect, artifact_event, status_update, stream_task
@@ -51,6 +52,10 @@ def stop_waiting() -> None:
 
 def resume_waiting() -> None:
     _stopping.clear()
+
+
+#: runtime.stop() ends the waits first; runtime.start() lets them wait again.
+Hook("blocking waits", Stage.WAITS, start=resume_waiting, stop=lambda _left: stop_waiting())
 
 
 # -- held requests -------------------------------------------------------------------

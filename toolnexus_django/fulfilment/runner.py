@@ -146,7 +146,8 @@ async def _run(store: TaskStore, claimed: Task, work: Work, db: Db) -> str:
     the outcome; a completed run's transcript becomes the conversation's."""
     handle = RunHandle()
     run = RunningRun(store, claimed, handle)
-    keeper().add(run)
+    lease_keeper = keeper()  # the one to leave, even once a stop replaced it
+    lease_keeper.add(run)
     result: Any = None
     style = "openai"
     failure: Failure | None = None
@@ -161,7 +162,7 @@ async def _run(store: TaskStore, claimed: Task, work: Work, db: Db) -> str:
         # own sweep never takes the Task for a dead worker's.
         state = await record_outcome(run, result, style, failure, db)
     finally:
-        keeper().remove(run)
+        lease_keeper.remove(run)
     if state == states.COMPLETED and result is not None and claimed.get("contextId"):
         try:
             owner = lifecycle.owner_of(claimed)

@@ -23,7 +23,7 @@ from typing import Any
 from django.db import close_old_connections
 
 from ..conf import toolnexus_settings
-from ..registry import PerProcess
+from ..runtime.registry import PerProcess
 from ..stores import TaskStore
 from .private import read
 

@@ -26,8 +26,8 @@ from rest_framework.views import APIView
 
 from ..a2a.jsonrpc import RpcError, failure
 from ..conf import toolnexus_settings
-from ..dbthreads import run_sync
 from ..endpoint import BodyTooLarge, ClientGone, authenticate, read_body, respond
+from ..runtime.dbthreads import run_sync
 from . import audit, config
 from .exchange import Exchange, Reply, deadline, submit
 

@@ -52,34 +52,35 @@ Work = Callable[[RunHandle], Awaitable[tuple[Any, str]]]
 async def fulfil(task_id: str, store: TaskStore, db: Db) -> str:
     """Run the submitted Task ``task_id``; returns the state it ended in. Never
     raises for a run that fails: the failure is recorded on the Task."""
-    task = await db(store.get, task_id)
+    task, moved = await db(_take, store, task_id, states.QUEUED, lifecycle.claim)
     if task is None:
         logger.warning("Task %s vanished before it could run", task_id)
         return "missing"
     if lifecycle.phase_of(task) != states.QUEUED:
         logger.info("Task %s is %s, not submitted: nothing to run", task_id, state_of(task))
         return state_of(task)
-    moved = await db(lifecycle.claim, store, task, worker=worker_id())
     if moved is None:
         logger.info("Task %s was taken by another worker", task_id)
         return state_of(await db(store.get, task_id))
     claimed = moved.task
     private = lifecycle.read(claimed)
 
-    async def work(handle: RunHandle) -> tuple[Any, str]:
-        runtime = get_runtime()
-        history = await db(
-            lambda: conversations.load(
-                get_conversation_store(), private.owner, claimed.get("contextId")
-            )
+    def prepare(toolkit: Any) -> tuple[Any, Any]:
+        # The conversation so far, then the run's context and tools: one
+        # trip to the database threads.
+        history = conversations.load(
+            get_conversation_store(), private.owner, claimed.get("contextId")
         )
-        run, toolkit = await db(
-            prepare_run,
-            runtime.toolkit,
+        return history, prepare_run(
+            toolkit,
             task_id=claimed["id"],
             context_id=claimed.get("contextId"),
             owner_id=private.owner,
         )
+
+    async def work(handle: RunHandle) -> tuple[Any, str]:
+        runtime = get_runtime()
+        history, (run, toolkit) = await db(prepare, runtime.toolkit)
         with running(run):
             result = await runtime.arun(
                 private.input_text,
@@ -100,11 +101,10 @@ async def resume(task_id: str, store: TaskStore, db: Db) -> str:
 
     from ..agent.replay import continue_run
 
-    task = await db(store.get, task_id)
+    task, moved = await db(_take, store, task_id, states.ANSWERED, lifecycle.start_resume)
     if task is None or lifecycle.phase_of(task) != states.ANSWERED:
         logger.info("Task %s has no answer waiting to be resumed", task_id)
         return state_of(task) if task else "missing"
-    moved = await db(lifecycle.start_resume, store, task, worker=worker_id())
     if moved is None:
         logger.info("Task %s is being resumed by another worker", task_id)
         return state_of(await db(store.get, task_id))
@@ -141,6 +141,18 @@ async def resume(task_id: str, store: TaskStore, db: Db) -> str:
     return await _run(store, moved.task, work, db)
 
 
+def _take(
+    store: TaskStore, task_id: str, phase: str, move: Callable[..., Any]
+) -> tuple[Task | None, Any]:
+    """``task_id`` as stored and, when it is in ``phase``, ``move`` (a claim)
+    made from it: (the Task read, the move or None) — one trip to the
+    database threads for both."""
+    task = store.get(task_id)
+    if task is None or lifecycle.phase_of(task) != phase:
+        return task, None
+    return task, move(store, task, worker=worker_id())
+
+
 async def _run(store: TaskStore, claimed: Task, work: Work, db: Db) -> str:
     """Run ``work`` for a claimed Task with its lease kept alive, then record
     the outcome; a completed run's transcript becomes the conversation's."""
@@ -159,20 +171,22 @@ async def _run(store: TaskStore, claimed: Task, work: Work, db: Db) -> str:
         # Still registered while the outcome is written (which may wait out a
         # database outage): its lease keeps being renewed and this process's
         # own sweep never takes the Task for a dead worker's.
-        state = await record_outcome(run, result, style, failure, db)
+        return await record_outcome(run, result, style, failure, db)
     finally:
         keeper().remove(run)
-    if state == states.COMPLETED and result is not None and claimed.get("contextId"):
-        try:
-            owner = lifecycle.owner_of(claimed)
-            await db(
-                lambda: conversations.remember(
-                    get_conversation_store(), owner, claimed.get("contextId"), result.messages
-                )
-            )
-        except Exception:  # memory is a convenience: never fail a finished Task over it
-            logger.exception("Task %s: saving the conversation failed", claimed["id"])
-    return state
+
+
+def remember(task: Task, result: Any) -> None:
+    """A completed run's transcript becomes its conversation's."""
+    if state_of(task) != states.COMPLETED or result is None or not task.get("contextId"):
+        return
+    try:
+        owner = lifecycle.owner_of(task)
+        conversations.remember(
+            get_conversation_store(), owner, task.get("contextId"), result.messages
+        )
+    except Exception:  # memory is a convenience: never fail a finished Task over it
+        logger.exception("Task %s: saving the conversation failed", task["id"])
 
 
 # -- from a Django Tasks worker --------------------------------------------------------------
@@ -288,7 +302,7 @@ async def record_outcome(
     task_id = run.task_id
     move = outcome_move(result, style, failure)
     try:
-        moved = await _riding_out_outages(run, move, db)
+        moved = await _riding_out_outages(run, move, result, db)
     except (OperationalError, InterfaceError):
         # The database stayed away past OUTAGE_PATIENCE: the Task stays
         # working and, once its lease lapses, recovery runs it again.
@@ -302,13 +316,13 @@ async def record_outcome(
         moved = await _riding_out_outages(
             run,
             lambda store, task: lifecycle.fail(store, task, unsaved.reason, detail=unsaved.detail),
+            result,
             db,
         )
     if moved is None:
         current = state_of(await db(run.store.get, task_id))
         logger.info("Task %s changed while it ran (now %s): outcome dropped", task_id, current)
         return current
-    await db(announce, moved.task, result)
     return state_of(moved.task)
 
 
@@ -317,12 +331,24 @@ def _close_connections() -> None:
         conn.close()  # the next query opens a fresh connection
 
 
-async def _riding_out_outages(run: RunningRun, move: Callable[..., Any], db: Db) -> Any:
+def _conclude(run: RunningRun, move: Callable[..., Any], result: Any) -> Any:
+    """Make the run's last ``move``; once made, announce it and remember the
+    conversation — one trip to the database threads for all three."""
+    moved = run.make(move)
+    if moved is not None:
+        announce(moved.task, result)
+        remember(moved.task, result)
+    return moved
+
+
+async def _riding_out_outages(
+    run: RunningRun, move: Callable[..., Any], result: Any, db: Db
+) -> Any:
     deadline = time.monotonic() + OUTAGE_PATIENCE
     pause = 0.2
     while True:
         try:
-            return await db(run.make, move)
+            return await db(_conclude, run, move, result)
         except (OperationalError, InterfaceError):
             if time.monotonic() + pause > deadline:
                 raise

@@ -19,6 +19,7 @@ import logging
 import queue
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
 from typing import Any
 
 from django.db import InterfaceError, OperationalError, connections
@@ -52,7 +53,10 @@ Work = Callable[[RunHandle], Awaitable[tuple[Any, str]]]
 async def fulfil(task_id: str, store: TaskStore, db: Db) -> str:
     """Run the submitted Task ``task_id``; returns the state it ended in. Never
     raises for a run that fails: the failure is recorded on the Task."""
-    task, moved = await db(_take, store, task_id, states.QUEUED, lifecycle.claim)
+    runtime = get_runtime()
+    task, moved, prepared = await db(
+        _take, store, task_id, states.QUEUED, lifecycle.claim, partial(_prepare, runtime.toolkit)
+    )
     if task is None:
         logger.warning("Task %s vanished before it could run", task_id)
         return "missing"
@@ -63,27 +67,14 @@ async def fulfil(task_id: str, store: TaskStore, db: Db) -> str:
         logger.info("Task %s was taken by another worker", task_id)
         return state_of(await db(store.get, task_id))
     claimed = moved.task
-    private = lifecycle.read(claimed)
-
-    def prepare(toolkit: Any) -> tuple[Any, Any]:
-        # The conversation so far, then the run's context and tools: one
-        # trip to the database threads.
-        history = conversations.load(
-            get_conversation_store(), private.owner, claimed.get("contextId")
-        )
-        return history, prepare_run(
-            toolkit,
-            task_id=claimed["id"],
-            context_id=claimed.get("contextId"),
-            owner_id=private.owner,
-        )
 
     async def work(handle: RunHandle) -> tuple[Any, str]:
-        runtime = get_runtime()
-        history, (run, toolkit) = await db(prepare, runtime.toolkit)
+        if isinstance(prepared, Exception):
+            raise prepared  # recorded as the run's failure
+        history, run, toolkit = prepared
         with running(run):
             result = await runtime.arun(
-                private.input_text,
+                lifecycle.read(claimed).input_text,
                 history=history,
                 timeout=toolnexus_settings.RUN_TIMEOUT,
                 handle=handle,
@@ -94,6 +85,17 @@ async def fulfil(task_id: str, store: TaskStore, db: Db) -> str:
     return await _run(store, claimed, work, db)
 
 
+def _prepare(toolkit: Any, claimed: Task) -> tuple[Any, Any, Any]:
+    """What a claimed run starts from: the conversation so far, the run's
+    context and the tools its owner is offered."""
+    owner = lifecycle.owner_of(claimed)
+    history = conversations.load(get_conversation_store(), owner, claimed.get("contextId"))
+    run, offered = prepare_run(
+        toolkit, task_id=claimed["id"], context_id=claimed.get("contextId"), owner_id=owner
+    )
+    return history, run, offered
+
+
 async def resume(task_id: str, store: TaskStore, db: Db) -> str:
     """Resume the answered Task ``task_id`` from where its run stopped
     (:mod:`..agent.replay`); returns the state it ended in."""
@@ -101,7 +103,7 @@ async def resume(task_id: str, store: TaskStore, db: Db) -> str:
 
     from ..agent.replay import continue_run
 
-    task, moved = await db(_take, store, task_id, states.ANSWERED, lifecycle.start_resume)
+    task, moved, _ = await db(_take, store, task_id, states.ANSWERED, lifecycle.start_resume)
     if task is None or lifecycle.phase_of(task) != states.ANSWERED:
         logger.info("Task %s has no answer waiting to be resumed", task_id)
         return state_of(task) if task else "missing"
@@ -142,15 +144,26 @@ async def resume(task_id: str, store: TaskStore, db: Db) -> str:
 
 
 def _take(
-    store: TaskStore, task_id: str, phase: str, move: Callable[..., Any]
-) -> tuple[Task | None, Any]:
+    store: TaskStore,
+    task_id: str,
+    phase: str,
+    move: Callable[..., Any],
+    prepare: Callable[[Task], Any] | None = None,
+) -> tuple[Task | None, Any, Any]:
     """``task_id`` as stored and, when it is in ``phase``, ``move`` (a claim)
-    made from it: (the Task read, the move or None) — one trip to the
-    database threads for both."""
+    made from it, then ``prepare`` of the claimed Task: (the Task read, the
+    move or None, what ``prepare`` gave or raised) — one trip to the
+    database threads."""
     task = store.get(task_id)
     if task is None or lifecycle.phase_of(task) != phase:
-        return task, None
-    return task, move(store, task, worker=worker_id())
+        return task, None, None
+    moved = move(store, task, worker=worker_id())
+    if moved is None or prepare is None:
+        return task, moved, None
+    try:
+        return task, moved, prepare(moved.task)
+    except Exception as exc:  # raised again in the run, where its failure is recorded
+        return task, moved, exc
 
 
 async def _run(store: TaskStore, claimed: Task, work: Work, db: Db) -> str:

@@ -256,6 +256,15 @@ async def awatch(store: TaskStore, task_id: str, run_sync: Any) -> Watch:
     return watch(store, task_id)
 
 
+def moved(store: TaskStore, task: Task) -> None:
+    """A move in this process stored ``task``: wake its watchers and hand
+    them that version — unless the move is inside a transaction, which may
+    yet roll back (then they read the store, as for another process's move)."""
+    using = getattr(store, "using", None)
+    pending = isinstance(using, str) and connections[using].in_atomic_block
+    notify(task["id"], None if pending else task)
+
+
 def notify(task_id: str, task: Task | None = None) -> None:
     """``task_id`` moved (to ``task``, when this process stored it): wake its
     watchers in this process."""

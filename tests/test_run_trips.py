@@ -24,6 +24,15 @@ from toolnexus_django.stores.base import Task, state_of
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture(autouse=True)
+def _no_other_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The poller's beat finds this process's moves in the event log too (it
+    cannot tell them from another process's) and has the waiter read once
+    more — whenever a test outlasts a beat, as on PostgreSQL. These tests are
+    about local moves: the poller finds nothing (its own tests are elsewhere)."""
+    monkeypatch.setattr(wakeups.Hub, "_moved_in", lambda self, store, watched: set())
+
+
 class CountingStore(DjangoTaskStore):
     """The django store, counting its reads of a Task."""
 

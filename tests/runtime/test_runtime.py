@@ -37,9 +37,11 @@ PIECE_THREADS = (
 )
 
 
-def piece_threads() -> list[str]:
+def piece_threads(ignoring: frozenset[threading.Thread] = frozenset()) -> list[str]:
     return sorted(
-        t.name for t in threading.enumerate() if t.is_alive() and t.name.startswith(PIECE_THREADS)
+        t.name
+        for t in threading.enumerate()
+        if t.is_alive() and t.name.startswith(PIECE_THREADS) and t not in ignoring
     )
 
 
@@ -74,12 +76,15 @@ def test_start_brings_the_pieces_up_and_stop_brings_every_one_down(settings: Any
     settings.TOOLNEXUS = {**settings.TOOLNEXUS, "EXPIRY_SWEEP_INTERVAL": 0.05}
     runtime.stop(grace=5)  # from a clean slate, whatever ran before
     assert all(piece.peek() is None for piece in singletons())
+    # Pools an earlier test built for itself (not the runtime's) may still be winding down.
+    earlier = frozenset(threading.enumerate())
 
     runtime.start()
     runtime.start()  # idempotent: one sweep, one set of database threads
     housekeeper, pool = sweeper.peek(), dbthreads.pool.peek()
     assert housekeeper is not None and pool is not None
-    assert [name for name in piece_threads() if name == "toolnexus-sweep"] == ["toolnexus-sweep"]
+    sweeps = [name for name in piece_threads(earlier) if name == "toolnexus-sweep"]
+    assert sweeps == ["toolnexus-sweep"]
     assert sweeper.peek() is housekeeper and dbthreads.pool.peek() is pool
 
     # The rest start on first use, as they do without start(): use each once.
@@ -92,13 +97,16 @@ def test_start_brings_the_pieces_up_and_stop_brings_every_one_down(settings: Any
     delivery._pool.get().submit(int).result(10)
     budget.pool.get().submit(int).result(10)
     asyncio.run(dbthreads.run_sync(int))
-    up = {name.rsplit("-", 1)[0] if name[-1].isdigit() else name for name in piece_threads()}
+    up = {name.rsplit("-", 1)[0] if name[-1].isdigit() else name for name in piece_threads(earlier)}
     assert {"toolnexus-sweep", "toolnexus-runtime", "toolnexus-io"} <= up
     assert {"toolnexus-push", "toolnexus-tool", "toolnexus-db"} <= up
 
     assert runtime.stop(grace=5) is True
     assert [piece.name for piece in singletons() if piece.peek() is not None] == []
-    wait_until(lambda: piece_threads() == [], timeout=5, what="the pieces' threads to end")
+    try:
+        wait_until(lambda: piece_threads(earlier) == [], timeout=5, what="the threads to end")
+    except AssertionError as error:
+        raise AssertionError(f"{error}; still alive: {piece_threads(earlier)}") from None
 
 
 @pytest.mark.django_db(transaction=True)

@@ -125,7 +125,7 @@ def wait_settled(store: TaskStore, task: Task, timeout: float | None = None) -> 
             if remaining <= 0:
                 break
             if watch.wait(remaining):
-                current = store.get(task["id"]) or current
+                current = watch.news(current) or store.get(task["id"]) or current
     return current
 
 
@@ -331,5 +331,6 @@ async def await_settled(
             if remaining <= 0:
                 break
             if await watch.wait_async(remaining):
-                current = await run_sync(store.get, task["id"]) or current
+                # A move in this process hands over the version it stored.
+                current = watch.news(current) or await run_sync(store.get, task["id"]) or current
     return current

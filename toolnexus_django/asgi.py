@@ -55,7 +55,7 @@ def get_asgi_application(*, serve_static: bool = False) -> ASGI3Application:
     # django-stubs types Django's handler with plain dicts, not asgiref's TypedDicts.
     app: ASGI3Application = AgentApplication(cast(ASGI3Application, django_asgi()))
     if serve_static:
-        from .staticfiles import StaticFiles
+        from .serving.staticfiles import StaticFiles
 
         app = StaticFiles(app)
     return app
@@ -109,7 +109,7 @@ class AgentApplication:
             if root and path.startswith(root):
                 path = path[len(root) :]
             if path == self.mcp_path() and _mcp_enabled():
-                from .mcp.http import serve_mcp
+                from .serving.mcp import serve_mcp
 
                 if not _host_allowed(scope):
                     await _plain(send, 400, b"Bad Request (invalid Host header)")
@@ -118,7 +118,7 @@ class AgentApplication:
                 return
             rest = _rest_route(paths[0], path) if paths is not None else None
             if rest is not None and paths is not None:
-                from .endpoint import serve_rest
+                from .serving.endpoint import serve_rest
 
                 if not _host_allowed(scope):
                     await _plain(send, 400, b"Bad Request (invalid Host header)")
@@ -126,7 +126,7 @@ class AgentApplication:
                     await serve_rest(scope, receive, send, paths[0], rest)
                 return
             if paths is not None and path in paths:
-                from .endpoint import serve_card, serve_rpc
+                from .serving.endpoint import serve_card, serve_rpc
 
                 if not _host_allowed(scope):
                     await _plain(send, 400, b"Bad Request (invalid Host header)")
@@ -218,7 +218,7 @@ def _host_allowed(scope: HTTPScope) -> bool:
 
 
 async def _plain(send: ASGISendCallable, status: int, body: bytes, *, json: bool = False) -> None:
-    from .endpoint import JSON_HEADERS, respond
+    from .serving.endpoint import JSON_HEADERS, respond
 
     headers = JSON_HEADERS if json else [(b"content-type", b"text/plain; charset=utf-8")]
     await respond(send, status, body, headers)

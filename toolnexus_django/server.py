@@ -47,7 +47,7 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
 from .conf import import_path, setting_name, toolnexus_settings
-from .httpprotocol import DEFAULT_MAX_HEADER_BYTES
+from .serving.httpprotocol import DEFAULT_MAX_HEADER_BYTES
 from .worker import DEFAULT_GRACE, AgentWorker
 
 logger = logging.getLogger("toolnexus_django.server")

@@ -19,7 +19,7 @@ import uvicorn
 from django.db import connections
 from gunicorn.workers.base import Worker
 
-from .httpprotocol import DEFAULT_MAX_HEADER_BYTES, BoundedHttpProtocol
+from .serving.httpprotocol import DEFAULT_MAX_HEADER_BYTES, BoundedHttpProtocol
 
 logger = logging.getLogger("toolnexus_django.server")
 

@@ -41,7 +41,7 @@ def serve_config() -> dict[str, Any]:
 
 def authentication_classes() -> list[Any]:
     """The endpoint's DRF authentication classes (None: the A2A endpoint's)."""
-    from ..views import rpc_authentication_classes
+    from ..serving.wsgi import rpc_authentication_classes
 
     classes = toolnexus_settings.imported("MCP", "AUTHENTICATION_CLASSES")
     return rpc_authentication_classes() if classes is None else classes
@@ -49,7 +49,7 @@ def authentication_classes() -> list[Any]:
 
 def permission_classes() -> list[Any]:
     """The endpoint's DRF permission classes (None: the A2A endpoint's)."""
-    from ..views import rpc_permission_classes
+    from ..serving.wsgi import rpc_permission_classes
 
     classes = toolnexus_settings.imported("MCP", "PERMISSION_CLASSES")
     return rpc_permission_classes() if classes is None else classes

@@ -59,7 +59,7 @@ def asgi_application(serve_static: bool = True) -> Any:
     (:func:`toolnexus_django.asgi.get_asgi_application`); with
     ``serve_static``, static files answered in front of it
     (:mod:`toolnexus_django.staticfiles`)."""
-    from ...staticfiles import StaticFiles
+    from ...serving.staticfiles import StaticFiles
 
     path = getattr(settings, "ASGI_APPLICATION", None)
     if path:
@@ -185,7 +185,7 @@ class Command(BaseCommand):
             )
         self.stdout.write(f"Model: {describe_model()}")
         if self.serving_static:
-            from ...staticfiles import static_prefix
+            from ...serving.staticfiles import static_prefix
 
             prefix = static_prefix()
             if prefix:

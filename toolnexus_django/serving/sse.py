@@ -22,10 +22,10 @@ import logging
 
 from django.http import StreamingHttpResponse
 
-from .a2a.dialects import Dialect
-from .a2a.jsonrpc import INTERNAL_ERROR, RpcError
-from .a2a.methods import Envelope, EventStream
-from .strictjson import dumps
+from ..a2a.dialects import Dialect
+from ..a2a.jsonrpc import INTERNAL_ERROR, RpcError
+from ..a2a.methods import Envelope, EventStream
+from ..strictjson import dumps
 
 logger = logging.getLogger("toolnexus_django.streaming")
 

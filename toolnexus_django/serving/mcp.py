@@ -27,9 +27,9 @@ from rest_framework.views import APIView
 from ..a2a.jsonrpc import RpcError, failure
 from ..conf import toolnexus_settings
 from ..dbthreads import run_sync
-from ..endpoint import BodyTooLarge, ClientGone, authenticate, read_body, respond
-from . import audit, config
-from .exchange import Exchange, Reply, deadline, submit
+from ..mcp import audit, config
+from ..mcp.exchange import Exchange, Reply, deadline, submit
+from .endpoint import BodyTooLarge, ClientGone, authenticate, read_body, respond
 
 logger = logging.getLogger("toolnexus_django.mcp")
 

@@ -16,11 +16,11 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 from toolnexus import Answer
 
-from . import lifecycle
-from .a2a.card import build_card, card_headers, extended_card_builder, not_modified
-from .a2a.dialects import version_asked
-from .a2a.follow import held, wait_settled
-from .a2a.jsonrpc import (
+from .. import lifecycle
+from ..a2a.card import build_card, card_headers, extended_card_builder, not_modified
+from ..a2a.dialects import version_asked
+from ..a2a.follow import held, wait_settled
+from ..a2a.jsonrpc import (
     INTERNAL_ERROR,
     RpcEnvelope,
     RpcError,
@@ -29,16 +29,16 @@ from .a2a.jsonrpc import (
     parse_request,
     success,
 )
-from .a2a.methods import Awaiting, CallContext, EventStream, dispatch
-from .a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
-from .conf import toolnexus_settings
-from .fulfilment.jobs import schedule_fulfilment
-from .lifecycle.messages import answer_data, user_message
-from .review import answer_task, cancel_task
-from .stores import DuplicateMessage, TaskStore, get_task_store
-from .stores.base import Task
-from .streaming import sse_response
-from .strictjson import dumps
+from ..a2a.methods import Awaiting, CallContext, EventStream, dispatch
+from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
+from ..conf import toolnexus_settings
+from ..fulfilment.jobs import schedule_fulfilment
+from ..lifecycle.messages import answer_data, user_message
+from ..review import answer_task, cancel_task
+from ..stores import DuplicateMessage, TaskStore, get_task_store
+from ..stores.base import Task
+from ..strictjson import dumps
+from .sse import sse_response
 
 logger = logging.getLogger("toolnexus_django.views")
 
@@ -81,17 +81,17 @@ class EndpointActions:
         )
 
     def push_configs(self) -> Any:
-        from .a2a.pushconfig import keeps_configs
-        from .push.configs import DatabasePushConfigs
-        from .push.local import LocalPushConfigs
-        from .stores import DjangoTaskStore
+        from ..a2a.pushconfig import keeps_configs
+        from ..push.configs import DatabasePushConfigs
+        from ..push.local import LocalPushConfigs
+        from ..stores import DjangoTaskStore
 
         if isinstance(self.store, DjangoTaskStore):
             return DatabasePushConfigs(self.store.using)
         return LocalPushConfigs(self.store) if keeps_configs(self.store) else None
 
     def cancel(self, task_id: str, *, owner: str | None) -> Task:
-        from .review import NotCancelable, TaskNotFound
+        from ..review import NotCancelable, TaskNotFound
 
         try:
             return cancel_task(task_id, store=self.store, actor=owner, via="a2a")
@@ -170,7 +170,7 @@ class JwksView(APIView):
     permission_classes = [AllowAny]
 
     def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
-        from .push.signing import jwks
+        from ..push.signing import jwks
 
         response = json_response(jwks())
         response["Cache-Control"] = "public, max-age=300"

@@ -27,10 +27,10 @@ from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, HTTPScope
 from django.conf import settings
 from rest_framework.permissions import AllowAny
 
-from .a2a.card import build_card, card_headers, extended_card_builder, not_modified
-from .a2a.dialects import Dialect, version_asked
-from .a2a.follow import await_settled
-from .a2a.jsonrpc import (
+from ..a2a.card import build_card, card_headers, extended_card_builder, not_modified
+from ..a2a.dialects import Dialect, version_asked
+from ..a2a.follow import await_settled
+from ..a2a.jsonrpc import (
     INTERNAL_ERROR,
     RpcEnvelope,
     RpcError,
@@ -39,13 +39,13 @@ from .a2a.jsonrpc import (
     parse_request,
     success,
 )
-from .a2a.methods import Awaiting, CallContext, Envelope, EventStream, dispatch
-from .a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
-from .conf import toolnexus_settings
-from .dbthreads import run_sync
-from .stores import get_task_store
-from .strictjson import dumps
-from .views import (
+from ..a2a.methods import Awaiting, CallContext, Envelope, EventStream, dispatch
+from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
+from ..conf import toolnexus_settings
+from ..dbthreads import run_sync
+from ..stores import get_task_store
+from ..strictjson import dumps
+from .wsgi import (
     EndpointActions,
     JsonRpcView,
     rpc_authentication_classes,

@@ -31,9 +31,12 @@ LAYERS: list[set[str]] = [
     {"a2a"},
     # Push notifications: delivers what the wire renders.
     {"push"},
+    # The toolkit as an MCP server: the exchange on the runtime's loop, its audit.
+    {"mcp"},
+    # The HTTP edge: every binding (JSON-RPC, HTTP+JSON, MCP) over ASGI, and
+    # the DRF views over WSGI, on one request handler.
+    {"serving"},
     {
-        # The HTTP edge: every binding over ASGI, the DRF views over WSGI.
-        "serving",
         # The URLconf projects include (its patterns live in serving).
         "urls",
         "asgi",
@@ -44,8 +47,6 @@ LAYERS: list[set[str]] = [
         # The system checks, one module per part of the setting; they read
         # the toolkit (agent), the stores, push's allowlist and MCP's config.
         "checks",
-        # The toolkit as an MCP server: its HTTP edge reuses the endpoint's.
-        "mcp",
         "apps",
         # The README Install's example tool, written as a project writes one
         # (with toolnexus_django.tool), so it can be copied as it is.
@@ -87,7 +88,7 @@ def modules() -> list[Path]:
 
 def test_every_layer_imports_only_the_layers_below_it() -> None:
     assert "lifecycle" in {
-        top for _, top in imported_tops(PACKAGE / "serving" / "wsgi.py")
+        top for _, top in imported_tops(PACKAGE / "serving" / "actions.py")
     }  # it reads
     upward = []
     for path in modules():

@@ -126,7 +126,8 @@ class AgentApplication:
                     await serve_rest(scope, receive, send, paths[0], rest)
                 return
             if paths is not None and path in paths:
-                from .serving.endpoint import serve_card, serve_rpc
+                from .serving.card import serve_card
+                from .serving.endpoint import serve_rpc
 
                 if not _host_allowed(scope):
                     await _plain(send, 400, b"Bad Request (invalid Host header)")
@@ -218,7 +219,7 @@ def _host_allowed(scope: HTTPScope) -> bool:
 
 
 async def _plain(send: ASGISendCallable, status: int, body: bytes, *, json: bool = False) -> None:
-    from .serving.endpoint import JSON_HEADERS, respond
+    from .serving.asgi_io import JSON_HEADERS, respond
 
     headers = JSON_HEADERS if json else [(b"content-type", b"text/plain; charset=utf-8")]
     await respond(send, status, body, headers)

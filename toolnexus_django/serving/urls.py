@@ -21,8 +21,9 @@ card describes: ``root_card("billing")``.
 
 from django.urls import URLPattern, path, re_path
 
+from .card import AgentCardView
 from .mcp import McpView
-from .wsgi import AgentCardView, JsonRpcView, JwksView, RestView
+from .wsgi import JsonRpcView, JwksView, RestView
 
 app_name = "toolnexus_django"
 

@@ -45,7 +45,6 @@ from .access import (
     rpc_authentication_classes,
     rpc_permission_classes,
 )
-from .actions import EndpointActions
 from .asgi_io import (
     JSON_HEADERS,
     BodyTooLarge,
@@ -57,7 +56,7 @@ from .asgi_io import (
     respond_timeout,
 )
 from .card import endpoint_url, respond_card
-from .handler import handler
+from .handler import EndpointActions, handler
 from .sse import stream_events
 
 logger = logging.getLogger("toolnexus_django.endpoint")

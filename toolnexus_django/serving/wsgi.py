@@ -40,9 +40,8 @@ from ..push.signing import jwks
 from ..stores import TaskStore, get_task_store
 from ..strictjson import dumps
 from .access import EndpointAccess, owner_of, rpc_authentication_classes
-from .actions import EndpointActions
 from .card import card_response, mount_url
-from .handler import handler
+from .handler import EndpointActions, handler
 from .sse import sse_response
 
 logger = logging.getLogger("toolnexus_django.views")

@@ -219,7 +219,7 @@ def _host_allowed(scope: HTTPScope) -> bool:
 
 
 async def _plain(send: ASGISendCallable, status: int, body: bytes, *, json: bool = False) -> None:
-    from .serving.asgi_io import JSON_HEADERS, respond
+    from .serving.pipeline import JSON_HEADERS, respond
 
     headers = JSON_HEADERS if json else [(b"content-type", b"text/plain; charset=utf-8")]
     await respond(send, status, body, headers)

@@ -26,8 +26,7 @@ from rest_framework.views import APIView
 from ..a2a.card import build_card, card_headers, not_modified
 from ..dbthreads import run_sync
 from ..strictjson import dumps
-from .access import rpc_authentication_classes
-from .asgi_io import JSON_HEADERS, headers_of, respond, respond_json
+from .pipeline import JSON_HEADERS, headers_of, respond, respond_json, rpc_authentication_classes
 
 logger = logging.getLogger("toolnexus_django.endpoint")
 

@@ -1,8 +1,8 @@
 """The JSON-RPC endpoint and the HTTP+JSON binding over ASGI.
 
 Each request goes through one pipeline: read the body within its limits
-(:mod:`.asgi_io`), authenticate and permit it with the endpoint's DRF classes
-(:mod:`.access`, only where any are set), parse it (JSON-RPC) or route it
+and authenticate and permit it with the endpoint's DRF classes (only where
+any are set: :mod:`.pipeline`), parse it (JSON-RPC) or route it
 (HTTP+JSON, ``a2a.rest``), dispatch it to the request handler
 (:mod:`.handler`) on a database thread (:mod:`toolnexus_django.dbthreads`),
 and render the answer in the binding's words — a stream as Server-Sent
@@ -38,25 +38,23 @@ from ..conf import toolnexus_settings
 from ..dbthreads import run_sync
 from ..stores import get_task_store
 from ..strictjson import dumps
-from .access import (
-    authenticate,
-    needs_drf,
-    owner_of,
-    rpc_authentication_classes,
-    rpc_permission_classes,
-)
-from .asgi_io import (
+from .card import endpoint_url, respond_card
+from .handler import EndpointActions, handler
+from .pipeline import (
     JSON_HEADERS,
     BodyTooLarge,
     ClientGone,
+    authenticate,
     headers_of,
+    needs_drf,
+    owner_of,
     read_body,
     respond,
     respond_json,
     respond_timeout,
+    rpc_authentication_classes,
+    rpc_permission_classes,
 )
-from .card import endpoint_url, respond_card
-from .handler import EndpointActions, handler
 from .sse import stream_events
 
 logger = logging.getLogger("toolnexus_django.endpoint")

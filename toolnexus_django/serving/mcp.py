@@ -4,7 +4,7 @@ under WSGI (:class:`McpView`).
 
 Both go through the edge's pipeline: read the body within
 ``MCP["MAX_REQUEST_BYTES"]`` (413 past it), run the endpoint's DRF
-authentication, permission and throttle classes (:mod:`.access`; an
+authentication, permission and throttle classes (:mod:`.pipeline`; an
 unauthenticated call is refused 401 with ``WWW-Authenticate``, as MCP's
 HTTP transport expects), hand the request to the request handler
 (:meth:`.handler.RequestHandler.on_mcp_request`: a fresh MCP server on the
@@ -30,9 +30,18 @@ from ..conf import toolnexus_settings
 from ..dbthreads import run_sync
 from ..mcp import audit, config
 from ..mcp.exchange import Exchange, Reply, deadline
-from .access import authenticate, needs_drf, rpc_authentication_classes, rpc_permission_classes
-from .asgi_io import BodyTooLarge, ClientGone, read_body, respond, respond_timeout
 from .handler import handler
+from .pipeline import (
+    BodyTooLarge,
+    ClientGone,
+    authenticate,
+    needs_drf,
+    read_body,
+    respond,
+    respond_timeout,
+    rpc_authentication_classes,
+    rpc_permission_classes,
+)
 
 logger = logging.getLogger("toolnexus_django.mcp")
 

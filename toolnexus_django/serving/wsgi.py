@@ -2,7 +2,7 @@
 
 Each view reads the body (Django bounds it by ``DATA_UPLOAD_MAX_MEMORY_SIZE``;
 DRF has run the endpoint's authentication and permission classes, those of
-:class:`.access.EndpointAccess`), parses it (JSON-RPC) or routes it
+:class:`.pipeline.EndpointAccess`), parses it (JSON-RPC) or routes it
 (HTTP+JSON), dispatches it to :data:`.handler.handler` as the ASGI edge does,
 and renders the answer; a stream is a ``StreamingHttpResponse`` (:mod:`.sse`).
 Here a waiting request (a stream, a blocking send) holds a server thread:
@@ -39,9 +39,9 @@ from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error
 from ..push.signing import jwks
 from ..stores import TaskStore, get_task_store
 from ..strictjson import dumps
-from .access import EndpointAccess, owner_of, rpc_authentication_classes
 from .card import card_response, mount_url
 from .handler import EndpointActions, handler
+from .pipeline import EndpointAccess, owner_of, rpc_authentication_classes
 from .sse import sse_response
 
 logger = logging.getLogger("toolnexus_django.views")

@@ -1,21 +1,25 @@
-"""Who is calling: the endpoint's DRF authentication, permission and throttle
-classes, run as DRF's ``APIView`` runs them, for every binding and both edges.
+"""The steps every binding shares: read the body within its limits, find
+who is calling with the endpoint's DRF authentication, permission and
+throttle classes (run as DRF's ``APIView`` runs them), and respond.
 
-Under WSGI the views are DRF views (:class:`EndpointAccess` is their base).
-Over ASGI, :func:`authenticate` runs the same classes on a request built
-from the scope (on a database thread: authenticating may query); Django
-middleware does not run there, so the session and the user that the session
-and authentication middleware would set are set here (:func:`with_session`),
-and ``SessionAuthentication`` works too.
+Under WSGI the views are DRF views (:class:`EndpointAccess` is their base),
+and Django reads the body. Over ASGI, :func:`read_body` reads it,
+:func:`authenticate` runs the same classes on a request built from the scope
+(on a database thread: authenticating may query) and :func:`respond` sends
+the answer. Django middleware does not run there, so the session and the
+user that the session and authentication middleware would set are set here
+(:func:`with_session`), and ``SessionAuthentication`` works too.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import io
 from importlib import import_module
 from typing import Any
 
-from asgiref.typing import HTTPScope
+from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, HTTPScope
 from django.conf import settings
 from django.contrib.auth import get_user
 from django.core.handlers.asgi import ASGIRequest
@@ -26,6 +30,69 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from ..conf import toolnexus_settings
+from ..strictjson import dumps
+
+# -- the body and the response (ASGI) ------------------------------------------------------
+
+JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class ClientGone(Exception):
+    pass
+
+
+def headers_of(scope: HTTPScope) -> dict[str, str]:
+    """The request's headers by lower-case name (the last of repeated ones)."""
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or ()}
+
+
+async def read_body(receive: ASGIReceiveCallable, limit: int | None, timeout: float) -> bytes:
+    """The whole body; raises :class:`BodyTooLarge` past ``limit`` bytes,
+    ``TimeoutError`` when it takes longer than ``timeout`` seconds in all,
+    :class:`ClientGone` when the client disconnects first."""
+    chunks: list[bytes] = []
+    size = 0
+    async with asyncio.timeout(timeout):
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                raise ClientGone  # http.disconnect, the only other message here
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if limit is not None and size > limit:
+                raise BodyTooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+async def respond(
+    send: ASGISendCallable, status: int, body: bytes, headers: list[tuple[bytes, bytes]]
+) -> None:
+    headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send(
+        {"type": "http.response.start", "status": status, "headers": headers, "trailers": False}
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def respond_json(send: ASGISendCallable, payload: Any, status: int = 200) -> None:
+    # Strict JSON whatever the payload holds (see strictjson).
+    await respond(send, status, dumps(payload), JSON_HEADERS)
+
+
+async def respond_timeout(send: ASGISendCallable) -> None:
+    """A body too slow (or a client gone): a 408 the client may never read;
+    nothing was done."""
+    with contextlib.suppress(Exception):
+        await respond(send, 408, b"Request Timeout", [(b"connection", b"close")])
+
+
+# -- who is calling ------------------------------------------------------------------------
 
 
 def rpc_authentication_classes() -> list[Any]:

@@ -1,10 +1,11 @@
 """The JSON-RPC methods behind the endpoint, independent of HTTP and DRF.
 
 :func:`dispatch` answers one request with its result, an :class:`EventStream`
-(the streaming methods, sent as Server-Sent Events by the view), or raises
+(the streaming methods, sent as Server-Sent Events by the edge), or raises
 :class:`~toolnexus_django.a2a.jsonrpc.RpcError`. The wire reads Tasks
 through the store it is handed; what changes a Task (starting one, answering
-one, canceling one) it asks of the :class:`Actions` the view hands it.
+one, canceling one) it asks of the :class:`Actions` the edge hands it (the
+serving edge's request handler calls each operation: ``serving.handler``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from .pushconfig import PushConfigs
 
 
 class Actions(Protocol):
-    """What the wire may ask to change (the view supplies these)."""
+    """What the wire may ask to change (the serving edge supplies these)."""
 
     def start(self, message: dict[str, Any], *, owner: str | None, text: str) -> Task:
         """A new Task for ``message``, saved and scheduled; as saved."""

@@ -13,7 +13,7 @@ import uvicorn
 
 
 class AsgiServer:
-    def __init__(self, read_timeout: float | None = None) -> None:
+    def __init__(self, read_timeout: float | None = None, lifespan: str = "off") -> None:
         from toolnexus_django.asgi import get_asgi_application
         from toolnexus_django.conf import toolnexus_settings
         from toolnexus_django.serving.httpprotocol import BoundedHttpProtocol
@@ -26,7 +26,7 @@ class AsgiServer:
             get_asgi_application(),
             http=type("BoundedHttpProtocol", (BoundedHttpProtocol,), limits),
             loop="uvloop",
-            lifespan="off",
+            lifespan=lifespan,  # "on": the application starts and stops the runtime
             proxy_headers=False,  # as toolnexus_serve: Django's settings decide
             log_config=None,
             access_log=False,

@@ -88,7 +88,7 @@ def _close_database_threads() -> Iterator[None]:
     """At the end, close the database threads' connections (PostgreSQL will
     not drop the test database while they are open)."""
     yield
-    from toolnexus_django import dbthreads
+    from toolnexus_django.runtime import dbthreads
 
     dbthreads.close(timeout=10)
 

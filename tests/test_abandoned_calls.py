@@ -27,7 +27,7 @@ from toolnexus_django.agent.runtime import (
     RunHandle,
     build_client,
 )
-from toolnexus_django.threads import DaemonThreadPool, PoolStats, RunBudget, within_budget
+from toolnexus_django.runtime.threads import DaemonThreadPool, PoolStats, RunBudget, within_budget
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

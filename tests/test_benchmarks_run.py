@@ -88,3 +88,20 @@ def test_static_files_runs_each_server_it_compares() -> None:
     rows = [line for line in out.splitlines() if line.startswith("| ")][1:]  # not the head
     assert len(rows) == 6 and "| app handler, STATIC_ROOT | base.css 304 |" in out
     assert all(row.endswith("| 0 |") for row in rows)  # every answer a 200 (or the 304)
+
+
+def test_module_paths_counts_each_path_on_a_served_worker() -> None:
+    out = run("benchmarks/module_paths.py", "--list")
+    rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| ")][1:]
+    counts = {row[0].removeprefix("| ").split(",")[0]: int(row[1]) for row in rows}
+    assert list(counts) == [
+        "blocking v1.0 SendMessage",
+        "GetTask (v1.0) of a completed Task",
+        "admin approval to the resumed run completing the Task",
+    ], out
+    # A blocking send crosses what a GetTask does and the run besides.
+    assert 0 < counts["GetTask (v1.0) of a completed Task"] < counts["blocking v1.0 SendMessage"]
+    # --list names them, one line each, after the path's head.
+    listed = out.split("\nget: ", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert listed[0].startswith(f"{counts['GetTask (v1.0) of a completed Task']} modules"), out
+    assert len(listed) == 1 + counts["GetTask (v1.0) of a completed Task"], out

@@ -465,6 +465,8 @@ def test_manage_py_check_subprocess_reports_the_ids(tmp_path: Path) -> None:
         ({"REVIEW_BASE_URL": "ops.example.com"}, "toolnexus_django.E512"),
         ({"EXPIRY_SWEEP_INTERVAL": -1}, "toolnexus_django.E431"),
         ({"EXPIRY_SWEEP_INTERVAL": "5"}, "toolnexus_django.E431"),
+        ({"GRACE_SECONDS": -1}, "toolnexus_django.E432"),
+        ({"GRACE_SECONDS": "10"}, "toolnexus_django.E432"),
     ],
 )
 def test_review_settings_are_checked(

@@ -1,4 +1,4 @@
-"""The database threads (toolnexus_django/dbthreads.py) outlive a database
+"""The database threads (toolnexus_django/runtime/dbthreads.py) outlive a database
 restart: a connection that broke while its thread waited is replaced on the
 next call, which then succeeds, instead of failing one request per thread."""
 
@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from django.db import OperationalError, connection, connections
 
-from toolnexus_django import dbthreads
+from toolnexus_django.runtime import dbthreads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

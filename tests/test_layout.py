@@ -12,13 +12,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "toolnexus_django"
 LAYERS: list[set[str]] = [
     {
         "conf",
-        "registry",
         "signals",
         "strictjson",
         "bounds",
         "schemas",
-        "threads",
-        "dbthreads",
+        # What runs per process: the registry of per-process state, the
+        # thread pools, the database threads, and start() / stop(grace).
+        "runtime",
     },
     {"compat"},
     {"stores", "models", "migrations"},

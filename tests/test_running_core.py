@@ -87,7 +87,7 @@ def test_a_run_from_a_worker_thread_does_its_database_work_on_that_thread(
     # What a Django Tasks worker (db_worker) calls: it waits, and the run's
     # reads and writes are made on its own thread (its connection, its
     # transaction), none on the database threads.
-    from toolnexus_django import dbthreads
+    from toolnexus_django.runtime import dbthreads
 
     dbthreads.close()
     assert run_fulfilment(task_id) == "completed"

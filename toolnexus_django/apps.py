@@ -9,8 +9,6 @@ class ToolnexusDjangoConfig(AppConfig):
 
     def ready(self) -> None:
         # Register the system checks (the package registers them on import).
-        # Nothing else happens here: the runtime starts on the first run,
-        # never because the app was imported.
         from . import checks  # noqa: F401
         from .review.notifications import email_reviewers
         from .signals import awaiting_human
@@ -33,3 +31,13 @@ class ToolnexusDjangoConfig(AppConfig):
 
         if remind_due not in EXTRA_SWEEPS:
             EXTRA_SWEEPS.append(remind_due)
+
+        # The per-process pieces runtime.start() / stop() walk register
+        # themselves where they are defined (the runtime package sits below
+        # them): import those modules (the sweep and push's are above) so the
+        # registry is complete. Nothing starts here: the runtime starts on
+        # runtime.start() or first use, never because the app was imported.
+        from .a2a import follow  # noqa: F401
+        from .agent import runtime  # noqa: F401
+        from .fulfilment import leases, runs  # noqa: F401
+        from .tools import budget  # noqa: F401

@@ -6,7 +6,7 @@ MCP endpoint (:mod:`.mcp`, when ``TOOLNEXUS["MCP"]`` turns it on), wherever
 the project mounted ``toolnexus_django.urls``, are answered here, by
 coroutines that hold no thread while they wait — a stream or a blocking
 send waits on its Task's wake-ups — and hand their short database work to the database threads
-(:mod:`.dbthreads`). Everything else (the admin, the project's own views)
+(:mod:`.runtime.dbthreads`). Everything else (the admin, the project's own views)
 goes to Django, unchanged.
 
 What the lean endpoint does as Django would: the ``Host`` header is checked
@@ -18,20 +18,20 @@ throttle classes run as DRF runs them (their refusals are DRF's own 401/403/
 so ``SessionAuthentication`` (which needs the session middleware) does not
 authenticate here.
 
-Lifespan: at start-up a process begins sweeping (``EXPIRY_SWEEP_INTERVAL``);
-at shutdown it ends its waits and streams, gives running Tasks
-``TOOLNEXUS_GRACE`` seconds (the environment; 10 by default), releases what
-is left, and stops its agent runtime.
+Lifespan: at start-up the process's runtime starts (:func:`.runtime.start`:
+the sweep, ``EXPIRY_SWEEP_INTERVAL``, and the database threads); at shutdown
+it stops (:func:`.runtime.stop`): waits and streams end, running Tasks get
+``TOOLNEXUS["GRACE_SECONDS"]`` (or what a stopping server left of it), what
+is left is released, then the loop and the threads stop. A server that sends
+no lifespan (or the tests) still works: every piece starts on first use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
-import time
-from typing import Any, cast
+from typing import cast
 
 from asgiref.typing import (
     ASGI3Application,
@@ -42,6 +42,8 @@ from asgiref.typing import (
 )
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
+
+from . import runtime
 
 logger = logging.getLogger("toolnexus_django.asgi")
 
@@ -68,7 +70,6 @@ class AgentApplication:
         self.django = django
         self._paths: tuple[str, str] | bool | None = False
         self._mcp_path: str | bool | None = False
-        self._housekeeper: Any = None
 
     def paths(self) -> tuple[str, str] | None:
         """(the JSON-RPC endpoint's path, the card's path), or None when the
@@ -156,19 +157,10 @@ class AgentApplication:
                 return
 
     def startup(self) -> None:
-        from .fulfilment.sweep import Housekeeper
-
-        self._housekeeper = Housekeeper().start()
+        runtime.start()
 
     def shutdown(self) -> None:
-        from .a2a.follow import stop_waiting
-        from .worker import stop_background_work
-
-        deadline = time.monotonic() + float(os.environ.get("TOOLNEXUS_GRACE") or 10)
-        stop_waiting()
-        if self._housekeeper is not None:
-            self._housekeeper.stop(timeout=1)
-        stop_background_work(max(0.0, deadline - time.monotonic()))
+        runtime.stop()
 
 
 def _rest_route(rpc_path: str, path: str) -> str | None:

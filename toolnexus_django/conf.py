@@ -131,6 +131,9 @@ DEFAULTS: dict[str, Any] = {
     # Requests (ok=False, reason "expired") and recovers Tasks whose worker
     # died; 0 turns the in-process sweep off (run manage.py toolnexus_sweep).
     "EXPIRY_SWEEP_INTERVAL": 5.0,
+    # Seconds a stopping process gives its requests and running Tasks (what
+    # is still running after it is handed back, to be run again).
+    "GRACE_SECONDS": 10.0,
     # A worker's claim on a running Task lasts this many seconds and is
     # renewed every third of it; a dead worker's Task runs again soon after.
     "LEASE_SECONDS": 20.0,

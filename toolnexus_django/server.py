@@ -36,7 +36,7 @@ import re
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -47,8 +47,9 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
 from .conf import import_path, setting_name, toolnexus_settings
+from .runtime import grace_seconds
 from .serving.httpprotocol import DEFAULT_MAX_HEADER_BYTES
-from .worker import DEFAULT_GRACE, AgentWorker
+from .worker import AgentWorker
 
 logger = logging.getLogger("toolnexus_django.server")
 
@@ -189,7 +190,8 @@ class ServeOptions:
     host: str = DEFAULT_ADDR
     port: int = DEFAULT_PORT
     workers: int = 1
-    grace: float = DEFAULT_GRACE
+    #: Seconds for requests and runs (default ``TOOLNEXUS["GRACE_SECONDS"]``).
+    grace: float = field(default_factory=grace_seconds)
     #: Seconds a client has to send a request's headers, and again its body (READ_TIMEOUT).
     read_timeout: float = 30.0
     #: The most bytes of a request's line and headers (MAX_HEADER_BYTES).
@@ -282,7 +284,8 @@ def _post_fork(arbiter: Arbiter, worker: Any) -> None:
     worker.hold_stop_signals(getattr(arbiter, "SIG_QUEUE", None))
     # This copy of the config is the worker's own: its HTTP drain gets the
     # grace, the master (above) waits a little longer before SIGKILL.
-    worker.cfg.set("graceful_timeout", math.ceil(worker.grace))
+    grace = grace_seconds() if worker.grace is None else worker.grace
+    worker.cfg.set("graceful_timeout", math.ceil(grace))
 
 
 def serve(

@@ -1,13 +1,20 @@
 """A worker process of ``toolnexus_serve``: uvicorn (httptools, uvloop)
-serving the ASGI application, and this app's start and stop around it
-(:mod:`.server` has the master and the reasons)."""
+serving the ASGI application (:mod:`.server` has the master and the reasons).
+
+The process's runtime starts and stops through the application's ASGI
+lifespan (:meth:`.asgi.AgentApplication.lifespan`: ``runtime.start()`` /
+``runtime.stop()``), the one path for every ASGI server. This worker tells
+the runtime by when it must be done (:func:`.runtime.stop_by`: the grace
+counts from the stop signal, the HTTP drain included). Both calls are
+idempotent, so it also makes them itself, before serving and after: for a
+project's own ``ASGI_APPLICATION`` that answers no lifespan (plain Django's),
+and for a quick stop, where uvicorn skips the lifespan's shutdown."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import math
-import os
 import queue
 import signal
 import time
@@ -16,25 +23,15 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
-from django.db import connections
 from gunicorn.workers.base import Worker
 
+from . import runtime
 from .serving.httpprotocol import DEFAULT_MAX_HEADER_BYTES, BoundedHttpProtocol
 
 logger = logging.getLogger("toolnexus_django.server")
 
-#: Seconds a stopping worker gives running Tasks.
-DEFAULT_GRACE = 10.0
-
 #: The signals that stop a worker (see AgentServer.handle_exit).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
-
-
-def start_housekeeping() -> Any:
-    """This worker's sweep thread (its first sweep runs at once)."""
-    from .fulfilment.sweep import Housekeeper
-
-    return Housekeeper().start()
 
 
 def waiting_stopper() -> Callable[[], None]:
@@ -44,34 +41,6 @@ def waiting_stopper() -> Callable[[], None]:
     from .a2a.follow import stop_waiting
 
     return stop_waiting
-
-
-def stop_background_work(timeout: float) -> bool:
-    """Let this process's running Tasks finish (at most ``timeout`` seconds),
-    then stop its agent runtime. Returns whether every run finished."""
-    from . import dbthreads
-    from .agent.runtime import shutdown_runtime
-    from .fulfilment.leases import release_runs
-    from .fulfilment.runs import close_runs
-
-    deadline = time.monotonic() + max(0.0, timeout)
-    finished = close_runs(timeout=max(0.0, timeout))
-    if not finished:
-        # Hand them back now rather than leave them 'working' until their
-        # leases expire: another worker (or this server's next life) runs them.
-        released = release_runs()
-        logger.warning(
-            "worker %s: the grace period ended with runs still going; released %d "
-            "Task(s) to be run again: %s",
-            os.getpid(),
-            len(released),
-            ", ".join(released) or "-",
-        )
-    # The loop stops at once; what takes time is closing the toolkit (MCP).
-    shutdown_runtime(timeout=min(5.0, max(0.5, deadline - time.monotonic())))
-    dbthreads.close(timeout=2)
-    connections.close_all()
-    return finished
 
 
 class AgentServer(uvicorn.Server):
@@ -88,9 +57,12 @@ class AgentServer(uvicorn.Server):
         config: uvicorn.Config,
         stop_waiting: Callable[[], None],
         early_stops: list[int] | None = None,
+        grace: float | None = None,
     ) -> None:
         super().__init__(config)
         self.stop_waiting = stop_waiting
+        #: Seconds from the stop signal to the end of the runtime's stop.
+        self.grace = runtime.grace_seconds() if grace is None else grace
         #: Stop signals that came before this server handled signals itself.
         self.early_stops = early_stops if early_stops is not None else []
         self.stopping_since: float | None = None
@@ -110,9 +82,12 @@ class AgentServer(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if sig == signal.SIGQUIT or (sig == signal.SIGINT and self.should_exit):
             self.quick = self.force_exit = True
+            runtime.stop_by(time.monotonic())
         self.should_exit = True
         if self.stopping_since is None:
             self.stopping_since = time.monotonic()
+            if not self.quick:
+                runtime.stop_by(self.stopping_since + self.grace)
             self.stop_waiting()
 
 
@@ -120,7 +95,9 @@ class AgentWorker(Worker):
     """A gunicorn worker process serving the ASGI application with uvicorn
     (httptools, uvloop), with one grace period for requests and runs."""
 
-    grace: float = DEFAULT_GRACE
+    #: Seconds for requests and runs (``toolnexus_serve --grace``; None:
+    #: ``TOOLNEXUS["GRACE_SECONDS"]``).
+    grace: float | None = None
     #: READ_TIMEOUT and MAX_HEADER_BYTES (:mod:`.httpprotocol`).
     read_timeout: float = 30.0
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
@@ -162,6 +139,7 @@ class AgentWorker(Worker):
                 signal.signal(sig, signal.SIG_DFL)
 
     def run(self) -> None:
+        grace = runtime.grace_seconds() if self.grace is None else self.grace
         protocol = type(
             "BoundedHttpProtocol",
             (BoundedHttpProtocol,),
@@ -171,31 +149,29 @@ class AgentWorker(Worker):
             self.wsgi,  # gunicorn's name for the loaded application: ours is ASGI
             http=protocol,
             loop="uvloop",
-            lifespan="off",  # this worker starts and stops the app's work itself
+            # The application starts and stops the runtime; "auto", not "on":
+            # an ASGI_APPLICATION without a lifespan (Django's) still serves.
+            lifespan="auto",
             proxy_headers=False,  # Django decides (SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST)
             log_config=None,
             access_log=bool(self.cfg.accesslog),
             timeout_keep_alive=5,
-            timeout_graceful_shutdown=max(1, math.ceil(self.grace)),
+            timeout_graceful_shutdown=max(1, math.ceil(grace)),
             timeout_notify=self.timeout,
             callback_notify=self._notify,
             backlog=self.cfg.backlog,
         )
-        server = AgentServer(config, waiting_stopper(), getattr(self, "early_stops", None))
-        housekeeper = start_housekeeping()
+        server = AgentServer(
+            config, waiting_stopper(), getattr(self, "early_stops", None), grace=grace
+        )
+        runtime.start()  # what the lifespan's startup does (then a no-op)
         try:
             server.run(sockets=[s.sock for s in self.sockets])
         finally:
             server.handle_exit(signal.SIGTERM, None)  # stopping, whatever ended the server
-            assert server.stopping_since is not None
-            deadline = time.monotonic() if server.quick else server.stopping_since + self.grace
-
-            def left() -> float:
-                return max(0.0, deadline - time.monotonic())
-
-            # No new recoveries while stopping; a sweep mid-query may finish.
-            housekeeper.stop(timeout=min(1.0, left()))
-            stop_background_work(left())
+            # Done already by the lifespan's shutdown, unless there was none
+            # (a quick stop, an application without one): what is left of the grace.
+            runtime.stop()
 
     async def _notify(self) -> None:
         self.notify()

@@ -35,7 +35,7 @@ import toolnexus
 
 from ..agent.runtime import skills_dirs
 from ..conf import toolnexus_settings
-from ..registry import PerProcess
+from ..runtime.registry import PerProcess
 
 PROTOCOL_VERSION = "0.3.0"
 #: (protocolBinding, protocolVersion) of each entry of supportedInterfaces:

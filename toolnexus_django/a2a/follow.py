@@ -31,6 +31,7 @@ from .. import lifecycle
 from ..conf import toolnexus_settings
 from ..lifecycle import states, wakeups
 from ..lifecycle.events import Event
+from ..runtime.registry import Hook, Stage
 from ..stores import TaskStore
 from ..stores.base import Task, state_of
 from .dialects import Dialect, artifact_event, status_update, stream_task
@@ -51,6 +52,10 @@ def stop_waiting() -> None:
 
 def resume_waiting() -> None:
     _stopping.clear()
+
+
+#: runtime.stop() ends the waits first; runtime.start() lets them wait again.
+Hook("blocking waits", Stage.WAITS, start=resume_waiting, stop=lambda _left: stop_waiting())
 
 
 # -- held requests -------------------------------------------------------------------
@@ -120,7 +125,7 @@ def wait_settled(store: TaskStore, task: Task, timeout: float | None = None) -> 
             if remaining <= 0:
                 break
             if watch.wait(remaining):
-                current = store.get(task["id"]) or current
+                current = watch.news(current) or store.get(task["id"]) or current
     return current
 
 
@@ -326,5 +331,6 @@ async def await_settled(
             if remaining <= 0:
                 break
             if await watch.wait_async(remaining):
-                current = await run_sync(store.get, task["id"]) or current
+                # A move in this process hands over the version it stored.
+                current = watch.news(current) or await run_sync(store.get, task["id"]) or current
     return current

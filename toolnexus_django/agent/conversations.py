@@ -37,7 +37,7 @@ from django.utils import timezone
 
 from ..bounds import bound_transcript
 from ..conf import import_path, setting_name, toolnexus_settings
-from ..registry import PerProcess
+from ..runtime.registry import PerProcess
 from ..stores import DjangoTaskStore, get_task_store
 
 Messages = list[dict[str, Any]]

@@ -21,7 +21,7 @@ from typing import Any
 import toolnexus
 from toolnexus.client import ProviderError
 
-from ..threads import current_budget
+from ..runtime.threads import current_budget
 
 #: How much of a body is read per call (the bound is checked after each).
 CHUNK = 64 * 1024

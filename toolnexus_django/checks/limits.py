@@ -65,6 +65,7 @@ LIMITS: tuple[Limit, ...] = (
     Limit("E427", "READ_TIMEOUT", "seconds"),
     Limit("E430", "IDEMPOTENCY_WINDOW", "seconds0", nullable=True),
     Limit("E431", "EXPIRY_SWEEP_INTERVAL", "seconds0"),
+    Limit("E432", "GRACE_SECONDS", "seconds0"),
 )
 
 

@@ -81,6 +81,7 @@ PROBLEMS: dict[str, str] = {
     "E427": "READ_TIMEOUT is not a number of seconds > 0",
     "E430": "IDEMPOTENCY_WINDOW is not a number of seconds >= 0 (or None)",
     "E431": "EXPIRY_SWEEP_INTERVAL is not a number of seconds >= 0",
+    "E432": "GRACE_SECONDS is not a number of seconds >= 0",
     # review.py
     "E500": "REVIEW is not a dict",
     "E501": "REVIEW has an unknown key",

@@ -34,7 +34,7 @@ from ..compat import (
     task_finished,
     task_started,
 )
-from ..threads import DaemonThreadPool
+from ..runtime.threads import DaemonThreadPool
 
 logger = logging.getLogger(__name__)
 

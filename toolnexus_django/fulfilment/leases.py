@@ -31,7 +31,7 @@ from django.utils import timezone
 from .. import lifecycle
 from ..agent.runtime import RunHandle
 from ..conf import toolnexus_settings
-from ..registry import PerProcess
+from ..runtime.registry import PerProcess, Stage
 from ..stores import TaskStore
 from ..stores.base import Task, parse_instant, state_of
 
@@ -133,11 +133,12 @@ class LeaseKeeper:
         self.runs: dict[str, RunningRun] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()
 
     def add(self, run: RunningRun) -> None:
         with self._lock:
             self.runs[run.task_id] = run
-            if self._thread is None or not self._thread.is_alive():
+            if not self._stopped.is_set() and (self._thread is None or not self._thread.is_alive()):
                 self._thread = threading.Thread(
                     target=self._loop, name="toolnexus-leases", daemon=True
                 )
@@ -157,9 +158,8 @@ class LeaseKeeper:
             return list(self.runs.values())
 
     def _loop(self) -> None:
-        while True:
-            # Tick often enough for the shortest lease; renew only what is due.
-            time.sleep(min(1.0, max(0.02, lease_seconds() / 6)))
+        # Tick often enough for the shortest lease; renew only what is due.
+        while not self._stopped.wait(min(1.0, max(0.02, lease_seconds() / 6))):
             now = time.monotonic()
             with self._lock:
                 runs = [run for run in self.runs.values() if run.due <= now]
@@ -170,6 +170,52 @@ class LeaseKeeper:
                 renew_all(runs)
             finally:
                 close_old_connections()
+
+    def release(self) -> list[str]:
+        """Give back the Tasks this process is still running (a graceful stop
+        whose grace period ran out): each goes back to where a worker can take
+        it — a first run to ``submitted``, a resume to ``working`` with its
+        answer waiting — the attempt it used does not count, and its run is
+        stopped. Live workers take them again (recovery re-enqueues them).
+        Returns their ids."""
+        released = []
+        for run in self.all():
+            with run.lock:
+                if run.lost:
+                    continue
+                try:
+                    moved = lifecycle.release(run.store, run.version)
+                except Exception:
+                    logger.exception("Task %s: could not be released", run.task_id)
+                    continue
+                run.lost = True
+            run.handle.cancel()
+            if moved is not None:
+                logger.info("Task %s: released by a stopping worker", run.task_id)
+                released.append(run.task_id)
+        return released
+
+    def stop(self, timeout: float) -> bool:
+        """At a stop, once the runs had their grace: hand back the runs still
+        going (rather than leave them 'working' until their leases expire:
+        another worker, or this server's next life, runs them), then stop
+        renewing. Returns whether the renewing thread ended in time."""
+        released = self.release()
+        if released:
+            logger.warning(
+                "worker %s: the grace period ended with runs still going; released %d "
+                "Task(s) to be run again: %s",
+                os.getpid(),
+                len(released),
+                ", ".join(released),
+            )
+        self._stopped.set()
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout)
+            return not thread.is_alive()
+        return True
 
 
 def renew_all(runs: list[RunningRun]) -> None:
@@ -200,8 +246,15 @@ def renew_all(runs: list[RunningRun]) -> None:
                 run.lose()
 
 
-#: This process's lease keeper (a new one after a fork; kept across settings changes).
-_keeper = PerProcess("lease keeper", LeaseKeeper, reload=False)
+#: This process's lease keeper (a new one after a fork; kept across settings
+#: changes; stopped by runtime.stop() after the runs had their grace).
+_keeper = PerProcess(
+    "lease keeper",
+    LeaseKeeper,
+    reload=False,
+    stage=Stage.LEASES,
+    stop=lambda keeper, left: keeper.stop(timeout=max(0.5, left)),
+)
 
 
 def keeper() -> LeaseKeeper:
@@ -209,27 +262,8 @@ def keeper() -> LeaseKeeper:
 
 
 def release_runs() -> list[str]:
-    """Give back the Tasks this process is still running (a graceful stop
-    whose grace period ran out): each goes back to where a worker can take it
-    — a first run to ``submitted``, a resume to ``working`` with its answer
-    waiting — the attempt it used does not count, and its run is stopped.
-    Live workers take them again (recovery re-enqueues them). Returns their ids."""
-    released = []
-    for run in keeper().all():
-        with run.lock:
-            if run.lost:
-                continue
-            try:
-                moved = lifecycle.release(run.store, run.version)
-            except Exception:
-                logger.exception("Task %s: could not be released", run.task_id)
-                continue
-            run.lost = True
-        run.handle.cancel()
-        if moved is not None:
-            logger.info("Task %s: released by a stopping worker", run.task_id)
-            released.append(run.task_id)
-    return released
+    """Give back the Tasks this process is still running (:meth:`LeaseKeeper.release`)."""
+    return keeper().release()
 
 
 __all__ = [

@@ -19,6 +19,7 @@ import logging
 import queue
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
 from typing import Any
 
 from django.db import InterfaceError, OperationalError, connections
@@ -52,37 +53,28 @@ Work = Callable[[RunHandle], Awaitable[tuple[Any, str]]]
 async def fulfil(task_id: str, store: TaskStore, db: Db) -> str:
     """Run the submitted Task ``task_id``; returns the state it ended in. Never
     raises for a run that fails: the failure is recorded on the Task."""
-    task = await db(store.get, task_id)
+    runtime = get_runtime()
+    task, moved, prepared = await db(
+        _take, store, task_id, states.QUEUED, lifecycle.claim, partial(_prepare, runtime.toolkit)
+    )
     if task is None:
         logger.warning("Task %s vanished before it could run", task_id)
         return "missing"
     if lifecycle.phase_of(task) != states.QUEUED:
         logger.info("Task %s is %s, not submitted: nothing to run", task_id, state_of(task))
         return state_of(task)
-    moved = await db(lifecycle.claim, store, task, worker=worker_id())
     if moved is None:
         logger.info("Task %s was taken by another worker", task_id)
         return state_of(await db(store.get, task_id))
     claimed = moved.task
-    private = lifecycle.read(claimed)
 
     async def work(handle: RunHandle) -> tuple[Any, str]:
-        runtime = get_runtime()
-        history = await db(
-            lambda: conversations.load(
-                get_conversation_store(), private.owner, claimed.get("contextId")
-            )
-        )
-        run, toolkit = await db(
-            prepare_run,
-            runtime.toolkit,
-            task_id=claimed["id"],
-            context_id=claimed.get("contextId"),
-            owner_id=private.owner,
-        )
+        if isinstance(prepared, Exception):
+            raise prepared  # recorded as the run's failure
+        history, run, toolkit = prepared
         with running(run):
             result = await runtime.arun(
-                private.input_text,
+                lifecycle.read(claimed).input_text,
                 history=history,
                 timeout=toolnexus_settings.RUN_TIMEOUT,
                 handle=handle,
@@ -93,6 +85,17 @@ async def fulfil(task_id: str, store: TaskStore, db: Db) -> str:
     return await _run(store, claimed, work, db)
 
 
+def _prepare(toolkit: Any, claimed: Task) -> tuple[Any, Any, Any]:
+    """What a claimed run starts from: the conversation so far, the run's
+    context and the tools its owner is offered."""
+    owner = lifecycle.owner_of(claimed)
+    history = conversations.load(get_conversation_store(), owner, claimed.get("contextId"))
+    run, offered = prepare_run(
+        toolkit, task_id=claimed["id"], context_id=claimed.get("contextId"), owner_id=owner
+    )
+    return history, run, offered
+
+
 async def resume(task_id: str, store: TaskStore, db: Db) -> str:
     """Resume the answered Task ``task_id`` from where its run stopped
     (:mod:`..agent.replay`); returns the state it ended in."""
@@ -100,11 +103,10 @@ async def resume(task_id: str, store: TaskStore, db: Db) -> str:
 
     from ..agent.replay import continue_run
 
-    task = await db(store.get, task_id)
+    task, moved, _ = await db(_take, store, task_id, states.ANSWERED, lifecycle.start_resume)
     if task is None or lifecycle.phase_of(task) != states.ANSWERED:
         logger.info("Task %s has no answer waiting to be resumed", task_id)
         return state_of(task) if task else "missing"
-    moved = await db(lifecycle.start_resume, store, task, worker=worker_id())
     if moved is None:
         logger.info("Task %s is being resumed by another worker", task_id)
         return state_of(await db(store.get, task_id))
@@ -141,12 +143,36 @@ async def resume(task_id: str, store: TaskStore, db: Db) -> str:
     return await _run(store, moved.task, work, db)
 
 
+def _take(
+    store: TaskStore,
+    task_id: str,
+    phase: str,
+    move: Callable[..., Any],
+    prepare: Callable[[Task], Any] | None = None,
+) -> tuple[Task | None, Any, Any]:
+    """``task_id`` as stored and, when it is in ``phase``, ``move`` (a claim)
+    made from it, then ``prepare`` of the claimed Task: (the Task read, the
+    move or None, what ``prepare`` gave or raised) — one trip to the
+    database threads."""
+    task = store.get(task_id)
+    if task is None or lifecycle.phase_of(task) != phase:
+        return task, None, None
+    moved = move(store, task, worker=worker_id())
+    if moved is None or prepare is None:
+        return task, moved, None
+    try:
+        return task, moved, prepare(moved.task)
+    except Exception as exc:  # raised again in the run, where its failure is recorded
+        return task, moved, exc
+
+
 async def _run(store: TaskStore, claimed: Task, work: Work, db: Db) -> str:
     """Run ``work`` for a claimed Task with its lease kept alive, then record
     the outcome; a completed run's transcript becomes the conversation's."""
     handle = RunHandle()
     run = RunningRun(store, claimed, handle)
-    keeper().add(run)
+    lease_keeper = keeper()  # the one to leave, even once a stop replaced it
+    lease_keeper.add(run)
     result: Any = None
     style = "openai"
     failure: Failure | None = None
@@ -159,20 +185,22 @@ async def _run(store: TaskStore, claimed: Task, work: Work, db: Db) -> str:
         # Still registered while the outcome is written (which may wait out a
         # database outage): its lease keeps being renewed and this process's
         # own sweep never takes the Task for a dead worker's.
-        state = await record_outcome(run, result, style, failure, db)
+        return await record_outcome(run, result, style, failure, db)
     finally:
-        keeper().remove(run)
-    if state == states.COMPLETED and result is not None and claimed.get("contextId"):
-        try:
-            owner = lifecycle.owner_of(claimed)
-            await db(
-                lambda: conversations.remember(
-                    get_conversation_store(), owner, claimed.get("contextId"), result.messages
-                )
-            )
-        except Exception:  # memory is a convenience: never fail a finished Task over it
-            logger.exception("Task %s: saving the conversation failed", claimed["id"])
-    return state
+        lease_keeper.remove(run)
+
+
+def remember(task: Task, result: Any) -> None:
+    """A completed run's transcript becomes its conversation's."""
+    if state_of(task) != states.COMPLETED or result is None or not task.get("contextId"):
+        return
+    try:
+        owner = lifecycle.owner_of(task)
+        conversations.remember(
+            get_conversation_store(), owner, task.get("contextId"), result.messages
+        )
+    except Exception:  # memory is a convenience: never fail a finished Task over it
+        logger.exception("Task %s: saving the conversation failed", task["id"])
 
 
 # -- from a Django Tasks worker --------------------------------------------------------------
@@ -288,7 +316,7 @@ async def record_outcome(
     task_id = run.task_id
     move = outcome_move(result, style, failure)
     try:
-        moved = await _riding_out_outages(run, move, db)
+        moved = await _riding_out_outages(run, move, result, db)
     except (OperationalError, InterfaceError):
         # The database stayed away past OUTAGE_PATIENCE: the Task stays
         # working and, once its lease lapses, recovery runs it again.
@@ -302,13 +330,13 @@ async def record_outcome(
         moved = await _riding_out_outages(
             run,
             lambda store, task: lifecycle.fail(store, task, unsaved.reason, detail=unsaved.detail),
+            result,
             db,
         )
     if moved is None:
         current = state_of(await db(run.store.get, task_id))
         logger.info("Task %s changed while it ran (now %s): outcome dropped", task_id, current)
         return current
-    await db(announce, moved.task, result)
     return state_of(moved.task)
 
 
@@ -317,12 +345,24 @@ def _close_connections() -> None:
         conn.close()  # the next query opens a fresh connection
 
 
-async def _riding_out_outages(run: RunningRun, move: Callable[..., Any], db: Db) -> Any:
+def _conclude(run: RunningRun, move: Callable[..., Any], result: Any) -> Any:
+    """Make the run's last ``move``; once made, announce it and remember the
+    conversation — one trip to the database threads for all three."""
+    moved = run.make(move)
+    if moved is not None:
+        announce(moved.task, result)
+        remember(moved.task, result)
+    return moved
+
+
+async def _riding_out_outages(
+    run: RunningRun, move: Callable[..., Any], result: Any, db: Db
+) -> Any:
     deadline = time.monotonic() + OUTAGE_PATIENCE
     pause = 0.2
     while True:
         try:
-            return await db(run.make, move)
+            return await db(_conclude, run, move, result)
         except (OperationalError, InterfaceError):
             if time.monotonic() + pause > deadline:
                 raise

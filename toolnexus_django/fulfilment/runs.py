@@ -4,7 +4,7 @@ A run waiting on its model is a coroutine: it holds no thread of its own
 (toolnexus makes the blocking HTTP call on the runtime's IO pool, sized to
 ``MAX_RUNS``) and no database connection (its short database work — taking
 the Task, writing the outcome — goes to the database threads,
-:mod:`..dbthreads`). At most ``MAX_RUNS`` run at once; a run past the bound
+:mod:`..runtime.dbthreads`). At most ``MAX_RUNS`` run at once; a run past the bound
 waits its turn here, its Task still ``submitted`` (or answered), and starts
 as soon as a slot frees — it is never refused and never enqueued again.
 """
@@ -22,8 +22,8 @@ from typing import Any
 
 from ..agent.runtime import get_runtime
 from ..conf import toolnexus_settings
-from ..dbthreads import run_sync
-from ..registry import PerProcess
+from ..runtime.dbthreads import run_sync
+from ..runtime.registry import PerProcess, Stage
 from ..stores import TaskStore
 
 logger = logging.getLogger("toolnexus_django.fulfilment")
@@ -135,7 +135,13 @@ def _make() -> Runs:
 
 
 #: This process's runs (new ones after a fork, and when settings change).
-_runs = PerProcess("in-process runs", _make, close=lambda r: r.close(0))
+_runs = PerProcess(
+    "in-process runs",
+    _make,
+    close=lambda r: r.close(0),
+    stage=Stage.RUNS,
+    stop=lambda r, left: r.close(left),
+)
 
 
 def runs() -> Runs:

@@ -22,6 +22,7 @@ from toolnexus import Answer
 
 from .. import lifecycle
 from ..conf import toolnexus_settings
+from ..runtime.registry import PerProcess, Stage
 from ..signals import task_answered
 from ..stores import TaskStore, get_task_store
 from ..stores.base import request_expiry
@@ -105,8 +106,25 @@ class Housekeeper:
                 close_old_connections()
             self.stopped.wait(self.interval)
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Stop sweeping (a sweep mid-query may finish within ``timeout``):
+        whether the thread ended."""
         self.stopped.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout)
+            return not thread.is_alive()
+        return True
+
+
+#: This process's sweep thread: started by runtime.start() (its first sweep
+#: at once), stopped first by runtime.stop() — no new recoveries while
+#: stopping, though a sweep mid-query gets a second to finish.
+sweeper = PerProcess(
+    "sweep",
+    lambda: Housekeeper().start(),
+    reload=False,
+    stage=Stage.SWEEP,
+    eager=True,
+    stop=lambda housekeeper, left: housekeeper.stop(timeout=min(1.0, left)),
+)

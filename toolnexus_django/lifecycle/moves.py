@@ -114,7 +114,7 @@ def commit(
         ).as_dict()
     if not store.compare_and_set(expected, new, event):
         return None
-    wakeups.notify(new["id"])
+    wakeups.moved(store, new)
     if event is not None:
         logger.info(
             "Task %s: %s -> %s (%s)", new["id"], event["from_state"], event["to_state"], kind

@@ -227,6 +227,12 @@ def write(task: Task, private: Private) -> None:
     task[PRIVATE_KEY] = out
 
 
+def seq_of(task: Task | None) -> int:
+    """The number of ``task``'s last event: :func:`read`'s ``seq``, read alone."""
+    raw = (task or {}).get(PRIVATE_KEY)
+    return _whole(raw.get("seq")) if isinstance(raw, dict) else 0
+
+
 def owner_of(task: Task | None) -> str | None:
     return read(task).owner
 

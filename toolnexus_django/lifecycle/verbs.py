@@ -77,7 +77,7 @@ def submit(
         public={"status": public_status(task["status"], tid)},
     ).as_dict()
     store.create(task, event)
-    wakeups.notify(tid)
+    wakeups.moved(store, task)
     logger.info("Task %s: submitted (submit)", tid)
     task_event.send_robust(sender=TaskStore, task_id=tid, event=event)
     return Moved(task, event)

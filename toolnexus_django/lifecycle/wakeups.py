@@ -1,7 +1,9 @@
 """Waking whatever waits for a Task (blocking sends, streams) when it moves.
 
 - In this process, every move wakes the Task's watchers at once
-  (:func:`notify`, called by the verbs after their compare-and-set).
+  (:func:`notify`, called by the verbs after their compare-and-set) and
+  hands them the version it stored, so a waiter need not read it back
+  (:meth:`Watch.news`).
 - Moves made by other processes are found by one poller thread per process,
   started while anything watches: every ``EVENT_POLL_INTERVAL`` seconds it
   asks the store which Tasks have new events (the django store: one indexed
@@ -20,12 +22,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from django.db import close_old_connections
+from django.db import connections
 
 from ..conf import toolnexus_settings
-from ..registry import PerProcess
+from ..runtime.registry import PerProcess
 from ..stores import TaskStore
-from .private import read
+from ..stores.base import Task
+from .private import read, seq_of
 
 logger = logging.getLogger("toolnexus_django.lifecycle")
 
@@ -41,6 +44,12 @@ class Watch:
         self._moved = threading.Event()
         self._listeners: list[Callable[[], None]] = []
         self._async: asyncio.Event | None = None
+        # What the wake-ups since the last news() told: the newest version a
+        # move in this process stored, and whether anything else moved it.
+        self._lock = threading.Lock()
+        self._latest: Task | None = None
+        self._latest_seq = -1
+        self._unknown = False
 
     def wait(self, timeout: float | None) -> bool:
         """From a thread: block until the Task moves (or ``timeout``)."""
@@ -74,7 +83,27 @@ class Watch:
         """Call ``listener`` (from whichever thread moved the Task) on every move."""
         self._listeners.append(listener)
 
-    def _wake(self) -> None:
+    def news(self, current: Task) -> Task | None:
+        """The Task as the wake-ups since the last call leave it, seen from
+        ``current`` (the waiter's latest version): a newer version a move in
+        this process stored, or ``current`` when they brought nothing newer;
+        None when the store must be read (another process moved it, or a
+        wake-up came with no version)."""
+        with self._lock:
+            latest, unknown = self._latest, self._unknown
+            self._latest, self._latest_seq, self._unknown = None, -1, False
+        if unknown or latest is None:
+            return None
+        return latest if seq_of(latest) > seq_of(current) else current
+
+    def _wake(self, task: Task | None = None) -> None:
+        with self._lock:
+            if task is None:
+                self._unknown = True
+            else:
+                seq = seq_of(task)
+                if seq > self._latest_seq:  # moves of one Task are ordered by their seq
+                    self._latest, self._latest_seq = task, seq
         self._moved.set()
         for listener in list(self._listeners):
             try:
@@ -138,11 +167,14 @@ class Hub:
                     del self._watches[watch.task_id]
                     self._seen.pop(watch.task_id, None)
 
-    def notify(self, task_id: str) -> None:
+    def notify(self, task_id: str, task: Task | None = None) -> None:
+        """Wake ``task_id``'s watchers; ``task``: the version just stored by
+        a move in this process (never changed afterwards: the next move
+        copies it), None when the Task moved elsewhere."""
         with self._lock:
             watchers = list(self._watches.get(task_id, ()))
         for watch in watchers:
-            watch._wake()
+            watch._wake(task)
 
     def wake_all(self) -> None:
         """Wake every watcher (a server stopping ends its waits)."""
@@ -159,24 +191,28 @@ class Hub:
     # -- other processes' moves ------------------------------------------------------
 
     def _poll(self) -> None:
-        while True:
-            time.sleep(float(toolnexus_settings.EVENT_POLL_INTERVAL))
-            with self._lock:
-                if not self._watches:
-                    self._poller = None
-                    self._cursors.clear()
-                    return
-                stores = list(self._stores.values())
-                watched = set(self._watches)
-            close_old_connections()
-            try:
-                for store in stores:
-                    for task_id in self._moved_in(store, watched):
-                        self.notify(task_id)
-            except Exception:  # a database hiccup: try again next beat
-                logger.warning("polling for task events failed", exc_info=True)
-            finally:
-                close_old_connections()
+        # The poller keeps its connection from beat to beat, as the database
+        # threads do (a new one every beat was a connection setup five times
+        # a second); it is closed after an error, and when the poller stops.
+        try:
+            while True:
+                time.sleep(float(toolnexus_settings.EVENT_POLL_INTERVAL))
+                with self._lock:
+                    if not self._watches:
+                        self._poller = None
+                        self._cursors.clear()
+                        return
+                    stores = list(self._stores.values())
+                    watched = set(self._watches)
+                try:
+                    for store in stores:
+                        for task_id in self._moved_in(store, watched):
+                            self.notify(task_id)
+                except Exception:  # a database hiccup: try again next beat, connected anew
+                    logger.warning("polling for task events failed", exc_info=True)
+                    connections.close_all()
+        finally:
+            connections.close_all()
 
     def _moved_in(self, store: TaskStore, watched: set[str]) -> set[str]:
         key = id(store)
@@ -220,9 +256,19 @@ async def awatch(store: TaskStore, task_id: str, run_sync: Any) -> Watch:
     return watch(store, task_id)
 
 
-def notify(task_id: str) -> None:
-    """``task_id`` moved: wake its watchers in this process."""
-    hub().notify(task_id)
+def moved(store: TaskStore, task: Task) -> None:
+    """A move in this process stored ``task``: wake its watchers and hand
+    them that version — unless the move is inside a transaction, which may
+    yet roll back (then they read the store, as for another process's move)."""
+    using = getattr(store, "using", None)
+    pending = isinstance(using, str) and connections[using].in_atomic_block
+    notify(task["id"], None if pending else task)
+
+
+def notify(task_id: str, task: Task | None = None) -> None:
+    """``task_id`` moved (to ``task``, when this process stored it): wake its
+    watchers in this process."""
+    hub().notify(task_id, task)
 
 
 def wake_all() -> None:

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from ..conf import toolnexus_settings
-from ..dbthreads import run_sync
+from ..runtime.dbthreads import run_sync
 from ..signals import mcp_called
 
 logger = logging.getLogger("toolnexus_django.mcp")

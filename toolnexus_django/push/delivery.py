@@ -38,8 +38,9 @@ from ..a2a.pushconfig import keeps_configs
 from ..conf import toolnexus_settings
 from ..fulfilment.jobs import job
 from ..lifecycle.events import Event
+from ..runtime.registry import PerProcess, Stage
+from ..runtime.threads import DaemonThreadPool
 from ..stores import DjangoTaskStore, TaskStore, get_task_store
-from ..threads import DaemonThreadPool
 from . import sender
 from .book import DELIVERED, DISABLED, GAVE_UP, REFUSED, RETRY, Attempt, Book, DatabaseBook, until
 from .configs import check
@@ -60,7 +61,6 @@ MAX_RETRY_AFTER = 3600.0
 #: Events read per look at a config's log.
 BATCH = 20
 
-_pool: DaemonThreadPool | None = None
 _pool_lock = threading.Lock()
 _queued: set[Any] = set()
 
@@ -92,13 +92,22 @@ def _store_and_book(key: Any, using: str) -> tuple[TaskStore, Book]:
 # -- scheduling --------------------------------------------------------------------------
 
 
-def _pool_for_this_process() -> DaemonThreadPool:
-    global _pool
+def _new_pool() -> DaemonThreadPool:
     with _pool_lock:
-        if _pool is None or _pool.pid != os.getpid():
-            _pool = DaemonThreadPool(int(toolnexus_settings.PUSH["THREADS"]), name="toolnexus-push")
-            _queued.clear()
-        return _pool
+        _queued.clear()  # what a parent process had queued is not this one's
+    return DaemonThreadPool(int(toolnexus_settings.PUSH["THREADS"]), name="toolnexus-push")
+
+
+#: This process's delivering threads, made by its first delivery (kept across
+#: settings changes); runtime.stop() lets deliveries in flight finish within
+#: what is left of the grace.
+_pool = PerProcess(
+    "push pool",
+    _new_pool,
+    reload=False,
+    stage=Stage.PUSH,
+    stop=lambda pool, left: pool.shutdown(wait=True, timeout=left),
+)
 
 
 def _run_queued(key: Any, using: str) -> None:
@@ -133,7 +142,7 @@ def _enqueue(keys: list[Any], using: str) -> None:
         if alias is not None:
             deliver_push.using(backend=alias).enqueue(key, using)
             continue
-        pool = _pool_for_this_process()
+        pool = _pool.get()
         with _pool_lock:
             if key in _queued:
                 continue  # one delivery of this config is already waiting to start

@@ -24,7 +24,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from ..a2a.card import build_card, card_headers, not_modified
-from ..dbthreads import run_sync
+from ..runtime.dbthreads import run_sync
 from ..strictjson import dumps
 from .pipeline import JSON_HEADERS, headers_of, respond, respond_json, rpc_authentication_classes
 

@@ -4,7 +4,7 @@ Each request goes through one pipeline: read the body within its limits
 and authenticate and permit it with the endpoint's DRF classes (only where
 any are set: :mod:`.pipeline`), parse it (JSON-RPC) or route it
 (HTTP+JSON, ``a2a.rest``), dispatch it to the request handler
-(:mod:`.handler`) on a database thread (:mod:`toolnexus_django.dbthreads`),
+(:mod:`.handler`) on a database thread (:mod:`toolnexus_django.runtime.dbthreads`),
 and render the answer in the binding's words — a stream as Server-Sent
 Events (:mod:`.sse`). No thread is held while a request waits: a stream or
 a blocking send waits on its Task's wake-ups (``lifecycle.wakeups``), so one
@@ -35,7 +35,7 @@ from ..a2a.jsonrpc import (
 from ..a2a.methods import Awaiting, CallContext, EventStream
 from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
 from ..conf import toolnexus_settings
-from ..dbthreads import run_sync
+from ..runtime.dbthreads import run_sync
 from ..stores import get_task_store
 from ..strictjson import dumps
 from .card import endpoint_url, respond_card

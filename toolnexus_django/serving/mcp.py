@@ -27,9 +27,9 @@ from rest_framework.views import APIView
 
 from ..a2a.jsonrpc import RpcError, failure
 from ..conf import toolnexus_settings
-from ..dbthreads import run_sync
 from ..mcp import audit, config
 from ..mcp.exchange import Exchange, Reply, deadline
+from ..runtime.dbthreads import run_sync
 from .handler import handler
 from .pipeline import (
     BodyTooLarge,

@@ -32,7 +32,7 @@ from ..a2a.dialects import Dialect
 from ..a2a.follow import Message
 from ..a2a.jsonrpc import INTERNAL_ERROR, RpcError
 from ..a2a.methods import Envelope, EventStream
-from ..dbthreads import run_sync
+from ..runtime.dbthreads import run_sync
 from ..strictjson import dumps
 
 logger = logging.getLogger("toolnexus_django.streaming")

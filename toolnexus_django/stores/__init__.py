@@ -17,7 +17,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from ..conf import import_path, setting_name, toolnexus_settings
-from ..registry import PerProcess
+from ..runtime.registry import PerProcess
 from .adapter import ToolnexusStoreAdapter, as_toolnexus_store
 from .base import PRIVATE_KEY, DuplicateMessage, Task, TaskStore
 from .db import DjangoTaskStore

@@ -50,8 +50,8 @@ from typing import Any, TypeVar
 from django.db import close_old_connections
 
 from ..conf import toolnexus_settings
-from ..registry import PerProcess
-from ..threads import DaemonThreadPool, diverted_to, diverting_to
+from ..runtime.registry import PerProcess, Stage
+from ..runtime.threads import DaemonThreadPool, diverted_to, diverting_to
 
 T = TypeVar("T")
 
@@ -100,7 +100,11 @@ def _framed(call: Callable[[], T]) -> T:
 #: This process's tool threads (replaced when the TOOLNEXUS setting changes;
 #: calls in flight finish on the old ones).
 pool = PerProcess(
-    "tool threads", lambda: ToolThreads(tool_threads()), close=lambda p: p.shutdown(wait=False)
+    "tool threads",
+    lambda: ToolThreads(tool_threads()),
+    close=lambda p: p.shutdown(wait=False),
+    stage=Stage.TOOLS,
+    stop=lambda p, left: p.shutdown(wait=True, timeout=left),
 )
 
 _END = object()

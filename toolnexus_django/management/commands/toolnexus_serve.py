@@ -19,10 +19,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
-from ... import dbthreads
 from ...conf import import_path, toolnexus_settings
+from ...runtime import dbthreads, grace_seconds
 from ...server import (
-    DEFAULT_GRACE,
     ServeOptions,
     agent_card_url,
     check_bindable,
@@ -110,9 +109,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--grace",
             type=_seconds,
-            default=DEFAULT_GRACE,
+            default=None,
             help="seconds a stopping process gives in-flight requests and running Tasks "
-            f"(default {DEFAULT_GRACE:.0f})",
+            "(default TOOLNEXUS['GRACE_SECONDS'], 10)",
         )
         parser.add_argument("--access-log", action="store_true", help="log every request to stdout")
         parser.add_argument(
@@ -133,7 +132,7 @@ class Command(BaseCommand):
             host=host,
             port=port,
             workers=options["workers"] or default_workers(),
-            grace=options["grace"],
+            grace=grace_seconds() if options["grace"] is None else options["grace"],
             access_log=options["access_log"],
             read_timeout=float(toolnexus_settings.READ_TIMEOUT),
             max_header_bytes=int(toolnexus_settings.MAX_HEADER_BYTES),

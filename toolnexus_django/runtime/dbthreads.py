@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 
 from django.db import InterfaceError, OperationalError, connections
 
-from .conf import toolnexus_settings
-from .registry import PerProcess
+from ..conf import toolnexus_settings
+from .registry import PerProcess, Stage
 
 T = TypeVar("T")
 
@@ -166,8 +166,15 @@ def _make_pool() -> DatabaseThreads:
 
 
 #: This process's database threads (closed, and so their connections, when
-#: settings change or the process stops).
-pool = PerProcess("database threads", _make_pool, close=lambda p: p.close(timeout=0))
+#: settings change or the process stops: last, since every stage may write).
+pool = PerProcess(
+    "database threads",
+    _make_pool,
+    close=lambda p: p.close(timeout=0),
+    stage=Stage.DATABASE,
+    eager=True,
+    stop=lambda p, left: p.close(timeout=2),
+)
 
 
 def close(timeout: float = 5.0) -> bool:

@@ -41,8 +41,6 @@ LAYERS: list[set[str]] = [
         "urls",
         "asgi",
         "admin",
-        "server",
-        "worker",
         "management",
         # The system checks, one module per part of the setting; they read
         # the toolkit (agent), the stores, push's allowlist and MCP's config.

@@ -3,7 +3,7 @@
 gunicorn's master forks worker processes (one per core by default), each
 serving the project's ASGI application with uvicorn (chosen by measurement:
 benchmarks/RESULTS.md) and running the agent's Tasks in-process. See
-:mod:`toolnexus_django.server` for the wiring.
+:mod:`toolnexus_django.serving.server` for the wiring.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from django.db import DatabaseError, connections
 
 from ...conf import import_path, toolnexus_settings
 from ...runtime import dbthreads, grace_seconds
-from ...server import (
+from ...serving.server import (
     ServeOptions,
     agent_card_url,
     check_bindable,
@@ -64,7 +64,7 @@ def asgi_application(serve_static: bool = True) -> Any:
     if path:
         app = import_path(path, "ASGI_APPLICATION")
     else:
-        from ...asgi import get_asgi_application
+        from ...serving.asgi import get_asgi_application
 
         app = get_asgi_application()
     return StaticFiles(app) if serve_static else app

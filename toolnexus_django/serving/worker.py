@@ -25,8 +25,8 @@ from typing import Any
 import uvicorn
 from gunicorn.workers.base import Worker
 
-from . import runtime
-from .serving.httpprotocol import DEFAULT_MAX_HEADER_BYTES, BoundedHttpProtocol
+from .. import runtime
+from .httpprotocol import DEFAULT_MAX_HEADER_BYTES, BoundedHttpProtocol
 
 logger = logging.getLogger("toolnexus_django.server")
 
@@ -38,7 +38,7 @@ def waiting_stopper() -> Callable[[], None]:
     """What ends this process's blocking sends and SSE streams at their next
     poll, so open streams do not hold the HTTP drain for the whole grace.
     (Imported up front: it is called from a signal handler.)"""
-    from .a2a.follow import stop_waiting
+    from ..a2a.follow import stop_waiting
 
     return stop_waiting
 

@@ -14,7 +14,7 @@ against ``ALLOWED_HOSTS``; the body is bounded by
 ``DATA_UPLOAD_MAX_MEMORY_SIZE``; DRF's authentication, permission and
 throttle classes run as DRF runs them (their refusals are DRF's own 401/403/
 429). What it does not: Django middleware does not run for these two URLs
-(serve over WSGI, ``toolnexus_django.views``, where the endpoint needs it),
+(serve over WSGI, :mod:`.wsgi`, where the endpoint needs it),
 so ``SessionAuthentication`` (which needs the session middleware) does not
 authenticate here.
 
@@ -41,9 +41,18 @@ from asgiref.typing import (
     Scope,
 )
 from django.conf import settings
+from django.core.asgi import get_asgi_application as django_asgi
 from django.http.request import split_domain_port, validate_host
+from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 
 from .. import runtime
+from ..mcp.config import enabled as mcp_enabled
+from .card import serve_card
+from .endpoint import serve_rest, serve_rpc
+from .mcp import serve_mcp
+from .pipeline import JSON_HEADERS, respond
+from .staticfiles import StaticFiles
+from .urls import REST_ROUTES
 
 logger = logging.getLogger("toolnexus_django.asgi")
 
@@ -52,13 +61,9 @@ def get_asgi_application(*, serve_static: bool = False) -> ASGI3Application:
     """The project's ASGI application with the agent's endpoint served lean
     (use it as ``asgi.py``'s ``application``); with ``serve_static``, static
     files too (:mod:`.staticfiles`: what ``toolnexus_serve`` does)."""
-    from django.core.asgi import get_asgi_application as django_asgi
-
     # django-stubs types Django's handler with plain dicts, not asgiref's TypedDicts.
     app: ASGI3Application = AgentApplication(cast(ASGI3Application, django_asgi()))
     if serve_static:
-        from .staticfiles import StaticFiles
-
         app = StaticFiles(app)
     return app
 
@@ -75,8 +80,6 @@ class AgentApplication:
         """(the JSON-RPC endpoint's path, the card's path), or None when the
         project did not mount ``toolnexus_django.urls``."""
         if self._paths is False:
-            from django.urls import NoReverseMatch, reverse
-
             try:
                 self._paths = (
                     reverse("toolnexus_django:rpc"),
@@ -89,8 +92,6 @@ class AgentApplication:
     def mcp_path(self) -> str | None:
         """The MCP endpoint's path (``<prefix>/mcp``), or None when not mounted."""
         if self._mcp_path is False:
-            from django.urls import NoReverseMatch, reverse
-
             try:
                 self._mcp_path = reverse("toolnexus_django:mcp")
             except NoReverseMatch:
@@ -109,9 +110,7 @@ class AgentApplication:
             root = scope.get("root_path", "")
             if root and path.startswith(root):
                 path = path[len(root) :]
-            if path == self.mcp_path() and _mcp_enabled():
-                from .mcp import serve_mcp
-
+            if path == self.mcp_path() and mcp_enabled():
                 if not _host_allowed(scope):
                     await _plain(send, 400, b"Bad Request (invalid Host header)")
                 else:
@@ -119,17 +118,12 @@ class AgentApplication:
                 return
             rest = _rest_route(paths[0], path) if paths is not None else None
             if rest is not None and paths is not None:
-                from .endpoint import serve_rest
-
                 if not _host_allowed(scope):
                     await _plain(send, 400, b"Bad Request (invalid Host header)")
                 else:
                     await serve_rest(scope, receive, send, paths[0], rest)
                 return
             if paths is not None and path in paths:
-                from .card import serve_card
-                from .endpoint import serve_rpc
-
                 if not _host_allowed(scope):
                     await _plain(send, 400, b"Bad Request (invalid Host header)")
                 elif path == paths[0] and scope["method"] == "POST":
@@ -169,8 +163,6 @@ def _rest_route(rpc_path: str, path: str) -> str | None:
     says: ``urls.OTHER_PATHS``) every other path under the mount, which gets
     the binding's JSON 404/405 — else None (the card, the JWKS, MCP, a
     project's own view listed before the include: Django's)."""
-    from .urls import REST_ROUTES
-
     if not path.startswith(rpc_path) or len(path) == len(rpc_path):
         return None
     route = path[len(rpc_path) :]
@@ -180,19 +172,11 @@ def _rest_route(rpc_path: str, path: str) -> str | None:
 
 
 def _resolves_to_binding(path: str) -> bool:
-    from django.urls import Resolver404, resolve
-
     try:
         match = resolve(path)
     except Resolver404:
         return False
     return match.namespace == "toolnexus_django" and match.url_name in ("rest", "rest-other")
-
-
-def _mcp_enabled() -> bool:
-    from ..mcp.config import enabled
-
-    return enabled()
 
 
 def _host_allowed(scope: HTTPScope) -> bool:
@@ -211,8 +195,6 @@ def _host_allowed(scope: HTTPScope) -> bool:
 
 
 async def _plain(send: ASGISendCallable, status: int, body: bytes, *, json: bool = False) -> None:
-    from .pipeline import JSON_HEADERS, respond
-
     headers = JSON_HEADERS if json else [(b"content-type", b"text/plain; charset=utf-8")]
     await respond(send, status, body, headers)
 

@@ -21,7 +21,7 @@ import django
 
 django.setup()
 
-from toolnexus_django.views import (  # noqa: E402
+from toolnexus_django.serving.wsgi import (  # noqa: E402
     rpc_authentication_classes,
     rpc_permission_classes,
 )

@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 
 from toolnexus_django.asgi import get_asgi_application
-from toolnexus_django.staticfiles import MAX_AGE, static_prefix
+from toolnexus_django.serving.staticfiles import MAX_AGE, static_prefix
 
 
 def _prefix() -> str:

@@ -16,7 +16,7 @@ class AsgiServer:
     def __init__(self, read_timeout: float | None = None, lifespan: str = "off") -> None:
         from toolnexus_django.asgi import get_asgi_application
         from toolnexus_django.conf import toolnexus_settings
-        from toolnexus_django.httpprotocol import BoundedHttpProtocol
+        from toolnexus_django.serving.httpprotocol import BoundedHttpProtocol
 
         limits = {
             "read_timeout": float(read_timeout or toolnexus_settings.READ_TIMEOUT),

@@ -101,30 +101,24 @@ ROWS: tuple[tuple[Layer, ...], ...] = (
             "the reviewer's side: answers, holds, four eyes, bulk",
         ),
         Layer("push", ("push",), "push notifications: configs, SSRF, delivery, signing"),
-    ),
-    (
-        Layer(
-            "serving",
-            ("endpoint", "views", "streaming", "staticfiles", "httpprotocol"),
-            "the HTTP edge: the ASGI endpoint, the DRF views (WSGI), "
-            "SSE, static files, the workers' HTTP protocol",
-        ),
-        Layer(
-            "admin",
-            ("admin",),
-            "the admin: Tasks, review queue, decisions, push, MCP",
-        ),
-    ),
-    (
         Layer(
             "mcp",
             ("mcp",),
             "the toolkit as an MCP server: exchange, guard, audit",
         ),
+    ),
+    (
         Layer(
-            "server",
-            ("server", "worker"),
-            "toolnexus_serve: gunicorn master, uvicorn worker",
+            "serving",
+            ("serving",),
+            "the HTTP edge: one request handler, its bindings (JSON-RPC, HTTP+JSON, "
+            "MCP) over ASGI, the DRF views over WSGI, SSE, static files, "
+            "toolnexus_serve's server and workers",
+        ),
+        Layer(
+            "admin",
+            ("admin",),
+            "the admin: Tasks, review queue, decisions, push, MCP",
         ),
     ),
     (

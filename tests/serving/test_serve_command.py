@@ -28,9 +28,9 @@ from tests.servers import (
     serve,
 )
 from tests.utils import private_of
-from toolnexus_django.server import describe_model, parse_addrport
+from toolnexus_django.serving.server import describe_model, parse_addrport
+from toolnexus_django.serving.worker import STOP_SIGNALS, AgentServer, AgentWorker
 from toolnexus_django.stores import DjangoTaskStore
-from toolnexus_django.worker import STOP_SIGNALS, AgentServer, AgentWorker
 
 
 def stored_state(task_id: str) -> str | None:

@@ -1,10 +1,11 @@
 """The JSON-RPC methods behind the endpoint, independent of HTTP and DRF.
 
 :func:`dispatch` answers one request with its result, an :class:`EventStream`
-(the streaming methods, sent as Server-Sent Events by the view), or raises
+(the streaming methods, sent as Server-Sent Events by the edge), or raises
 :class:`~toolnexus_django.a2a.jsonrpc.RpcError`. The wire reads Tasks
 through the store it is handed; what changes a Task (starting one, answering
-one, canceling one) it asks of the :class:`Actions` the view hands it.
+one, canceling one) it asks of the :class:`Actions` the edge hands it (the
+serving edge's request handler calls each operation: ``serving.handler``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from .pushconfig import PushConfigs
 
 
 class Actions(Protocol):
-    """What the wire may ask to change (the view supplies these)."""
+    """What the wire may ask to change (the serving edge supplies these)."""
 
     def start(self, message: dict[str, Any], *, owner: str | None, text: str) -> Task:
         """A new Task for ``message``, saved and scheduled; as saved."""
@@ -139,10 +140,21 @@ class Awaiting:
             self.slot.release()
 
 
-def dispatch(request: RpcRequest, ctx: CallContext) -> Any:
+#: One operation: (its checked params, the call's context, the dialect) -> result.
+Operation = Callable[[dict[str, Any], CallContext, Dialect], Any]
+
+
+def dispatch(
+    request: RpcRequest,
+    ctx: CallContext,
+    operation_of: Callable[[str], Operation] | None = None,
+) -> Any:
     """Run one request; returns its result or an :class:`EventStream`, or
-    raises :class:`RpcError` (v1.0 errors carry typed details in ``data``)."""
+    raises :class:`RpcError` (v1.0 errors carry typed details in ``data``).
+    ``operation_of`` finds an operation by its name (``"get"``, ``"send"``,
+    ...): the serving edge's request handler; by default, :data:`OPERATIONS`."""
     dialect, operation = resolve(request.method, ctx.a2a_version)
+    run = (operation_of or OPERATIONS.__getitem__)(operation)
     try:
         params = request.params
         if params is None and operation == "extended-card":
@@ -150,7 +162,7 @@ def dispatch(request: RpcRequest, ctx: CallContext) -> Any:
         if not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: expected an object")
         # Every query parameter is checked before anything is looked up.
-        return OPERATIONS[operation](read_query(operation, params), ctx, dialect)
+        return run(read_query(operation, params), ctx, dialect)
     except RpcError as err:
         if dialect is Dialect.V10:
             err.details = True
@@ -354,7 +366,7 @@ def extended_card(params: dict[str, Any], ctx: CallContext, dialect: Dialect) ->
     return ctx.extended_card()
 
 
-OPERATIONS: dict[str, Callable[[dict[str, Any], CallContext, Dialect], Any]] = {
+OPERATIONS: dict[str, Operation] = {
     "send": send_message,
     "stream": stream_message,
     "get": get_task,

@@ -7,8 +7,9 @@ process's agent runtime loop, where the toolkit lives (:mod:`.exchange`);
 the tools it serves are guarded (:mod:`.guard`: a per-call timeout, a
 suspended tool becomes an ``isError`` result); every ``tools/call`` is
 recorded (:mod:`.audit`); calls in flight per process are bounded
-(:mod:`.limits`). The HTTP edge — reading the body, DRF authentication, the
-ASGI endpoint and the DRF view — is :mod:`.http`; settings, :mod:`.config`.
+(:mod:`.limits`). Its HTTP binding — reading the body, DRF authentication,
+the ASGI endpoint and the DRF view — is the serving edge's
+(:mod:`toolnexus_django.serving.mcp`); settings, :mod:`.config`.
 """
 
 from .config import enabled

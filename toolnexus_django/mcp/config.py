@@ -1,10 +1,9 @@
-"""Reading ``TOOLNEXUS["MCP"]``: on or off, which tools, which DRF classes."""
+"""Reading ``TOOLNEXUS["MCP"]``: on or off, which tools (its DRF classes are
+the edge's: ``serving.mcp``)."""
 
 from __future__ import annotations
 
 from typing import Any
-
-from rest_framework.permissions import AllowAny
 
 from ..conf import toolnexus_settings
 
@@ -37,28 +36,6 @@ def serve_config() -> dict[str, Any]:
         "version": cfg.get("version") or agent.get("version") or "0.1.0",
         "tools": wanted_names(),
     }
-
-
-def authentication_classes() -> list[Any]:
-    """The endpoint's DRF authentication classes (None: the A2A endpoint's)."""
-    from ..views import rpc_authentication_classes
-
-    classes = toolnexus_settings.imported("MCP", "AUTHENTICATION_CLASSES")
-    return rpc_authentication_classes() if classes is None else classes
-
-
-def permission_classes() -> list[Any]:
-    """The endpoint's DRF permission classes (None: the A2A endpoint's)."""
-    from ..views import rpc_permission_classes
-
-    classes = toolnexus_settings.imported("MCP", "PERMISSION_CLASSES")
-    return rpc_permission_classes() if classes is None else classes
-
-
-def needs_drf() -> bool:
-    """Whether a request must go through DRF (any authentication, or a
-    permission other than AllowAny); if not, every caller is anonymous."""
-    return bool(authentication_classes()) or any(p is not AllowAny for p in permission_classes())
 
 
 def number(key: str) -> float:

@@ -3,7 +3,7 @@
 gunicorn's master forks worker processes (one per core by default), each
 serving the project's ASGI application with uvicorn (chosen by measurement:
 benchmarks/RESULTS.md) and running the agent's Tasks in-process. See
-:mod:`toolnexus_django.server` for the wiring.
+:mod:`toolnexus_django.serving.server` for the wiring.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from django.db import DatabaseError, connections
 
 from ...conf import import_path, toolnexus_settings
 from ...runtime import dbthreads, grace_seconds
-from ...server import (
+from ...serving.server import (
     ServeOptions,
     agent_card_url,
     check_bindable,
@@ -57,14 +57,14 @@ def asgi_application(serve_static: bool = True) -> Any:
     one, else the project with the agent's endpoint served lean
     (:func:`toolnexus_django.asgi.get_asgi_application`); with
     ``serve_static``, static files answered in front of it
-    (:mod:`toolnexus_django.staticfiles`)."""
-    from ...staticfiles import StaticFiles
+    (:mod:`toolnexus_django.serving.staticfiles`)."""
+    from ...serving.staticfiles import StaticFiles
 
     path = getattr(settings, "ASGI_APPLICATION", None)
     if path:
         app = import_path(path, "ASGI_APPLICATION")
     else:
-        from ...asgi import get_asgi_application
+        from ...serving.asgi import get_asgi_application
 
         app = get_asgi_application()
     return StaticFiles(app) if serve_static else app
@@ -184,7 +184,7 @@ class Command(BaseCommand):
             )
         self.stdout.write(f"Model: {describe_model()}")
         if self.serving_static:
-            from ...staticfiles import static_prefix
+            from ...serving.staticfiles import static_prefix
 
             prefix = static_prefix()
             if prefix:

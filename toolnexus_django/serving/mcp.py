@@ -1,12 +1,14 @@
-"""The MCP endpoint's HTTP edge: ``<prefix>/mcp`` served lean over ASGI
-(:func:`serve_mcp`, routed by :class:`toolnexus_django.asgi.AgentApplication`)
-and as a DRF view under WSGI (:class:`McpView`).
+"""The MCP binding: ``<prefix>/mcp`` served lean over ASGI (:func:`serve_mcp`,
+routed by :class:`toolnexus_django.asgi.AgentApplication`) and as a DRF view
+under WSGI (:class:`McpView`).
 
-Both read the body within ``MCP["MAX_REQUEST_BYTES"]`` (413 past it), run
-the endpoint's DRF authentication, permission and throttle classes (an
+Both go through the edge's pipeline: read the body within
+``MCP["MAX_REQUEST_BYTES"]`` (413 past it), run the endpoint's DRF
+authentication, permission and throttle classes (:mod:`.pipeline`; an
 unauthenticated call is refused 401 with ``WWW-Authenticate``, as MCP's
-HTTP transport expects), hand the request to a fresh MCP server on the
-runtime's loop (:mod:`.exchange`), record its calls (:mod:`.audit`) and
+HTTP transport expects), hand the request to the request handler
+(:meth:`.handler.RequestHandler.on_mcp_request`: a fresh MCP server on the
+runtime's loop, ``mcp.exchange``), record its calls (``mcp.audit``) and
 send the transport's answer as it is. GET (a server-sent stream) and DELETE
 (ending a session) are 405: the server is stateless, as toolnexus's is.
 """
@@ -14,7 +16,6 @@ send the transport's answer as it is. GET (a server-sent stream) and DELETE
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from typing import Any
@@ -26,10 +27,21 @@ from rest_framework.views import APIView
 
 from ..a2a.jsonrpc import RpcError, failure
 from ..conf import toolnexus_settings
-from ..endpoint import BodyTooLarge, ClientGone, authenticate, read_body, respond
+from ..mcp import audit, config
+from ..mcp.exchange import Exchange, Reply, deadline
 from ..runtime.dbthreads import run_sync
-from . import audit, config
-from .exchange import Exchange, Reply, deadline, submit
+from .handler import handler
+from .pipeline import (
+    BodyTooLarge,
+    ClientGone,
+    authenticate,
+    needs_drf,
+    read_body,
+    respond,
+    respond_timeout,
+    rpc_authentication_classes,
+    rpc_permission_classes,
+)
 
 logger = logging.getLogger("toolnexus_django.mcp")
 
@@ -45,14 +57,26 @@ def too_large(limit: int) -> bytes:
     return _rpc_error(-32600, f"Request body too large (the limit is {limit} bytes)")
 
 
+def authentication_classes() -> list[Any]:
+    """The endpoint's DRF authentication classes (None: the A2A endpoint's)."""
+    classes = toolnexus_settings.imported("MCP", "AUTHENTICATION_CLASSES")
+    return rpc_authentication_classes() if classes is None else classes
+
+
+def permission_classes() -> list[Any]:
+    """The endpoint's DRF permission classes (None: the A2A endpoint's)."""
+    classes = toolnexus_settings.imported("MCP", "PERMISSION_CLASSES")
+    return rpc_permission_classes() if classes is None else classes
+
+
 class McpView(APIView):
     """``<prefix>/mcp`` under WSGI, and the DRF classes of the ASGI endpoint."""
 
     def get_authenticators(self) -> list[Any]:
-        return [c() for c in config.authentication_classes()]
+        return [c() for c in authentication_classes()]
 
     def get_permissions(self) -> list[Any]:
-        return [c() for c in config.permission_classes()]
+        return [c() for c in permission_classes()]
 
     def get_authenticate_header(self, request: Request) -> str:
         # Never a 403 for "not authenticated": MCP clients look for 401 and
@@ -77,7 +101,7 @@ class McpView(APIView):
             for k, v in request.headers.items()
         ]
         exchange = Exchange("POST", request.path, headers, body, audit.Caller.of(request))
-        future = submit(exchange)
+        future = handler.on_mcp_request(exchange)
         try:
             reply = future.result(deadline())
         except TimeoutError:
@@ -105,11 +129,10 @@ async def serve_mcp(scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISe
         await respond(send, 413, too_large(limit), JSON)
         return
     except (TimeoutError, ClientGone):
-        with contextlib.suppress(Exception):
-            await respond(send, 408, b"Request Timeout", [(b"connection", b"close")])
+        await respond_timeout(send)
         return
     request = None
-    if config.needs_drf():
+    if needs_drf(authentication_classes(), permission_classes()):
         request, refusal = await run_sync(authenticate, scope, body, McpView)
         if refusal is not None:
             await respond(send, *refusal)
@@ -123,7 +146,7 @@ async def serve_mcp(scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISe
     )
     try:
         # On a thread: the first request of a process starts the runtime.
-        future = await asyncio.to_thread(submit, exchange)
+        future = await asyncio.to_thread(handler.on_mcp_request, exchange)
         reply: Reply = await asyncio.wait_for(asyncio.wrap_future(future), deadline())
     except TimeoutError:
         await respond(send, 504, _rpc_error(-32603, "The MCP request took too long"), JSON)

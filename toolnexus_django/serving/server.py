@@ -46,9 +46,9 @@ from django.urls import NoReverseMatch, reverse
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
-from .conf import import_path, setting_name, toolnexus_settings
+from ..conf import import_path, setting_name, toolnexus_settings
+from ..runtime import grace_seconds
 from .httpprotocol import DEFAULT_MAX_HEADER_BYTES
-from .runtime import grace_seconds
 from .worker import AgentWorker
 
 logger = logging.getLogger("toolnexus_django.server")

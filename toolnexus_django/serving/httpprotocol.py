@@ -29,7 +29,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-from .conf import DEFAULTS
+from ..conf import DEFAULTS
 
 logger = logging.getLogger("toolnexus_django.server")
 

@@ -25,7 +25,8 @@ from typing import Any
 import uvicorn
 from gunicorn.workers.base import Worker
 
-from . import runtime
+from .. import runtime
+from ..a2a.follow import stop_waiting
 from .httpprotocol import DEFAULT_MAX_HEADER_BYTES, BoundedHttpProtocol
 
 logger = logging.getLogger("toolnexus_django.server")
@@ -38,8 +39,6 @@ def waiting_stopper() -> Callable[[], None]:
     """What ends this process's blocking sends and SSE streams at their next
     poll, so open streams do not hold the HTTP drain for the whole grace.
     (Imported up front: it is called from a signal handler.)"""
-    from .a2a.follow import stop_waiting
-
     return stop_waiting
 
 

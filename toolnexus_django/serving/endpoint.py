@@ -1,0 +1,209 @@
+"""The JSON-RPC endpoint and the HTTP+JSON binding over ASGI.
+
+Each request goes through one pipeline: read the body within its limits
+and authenticate and permit it with the endpoint's DRF classes (only where
+any are set: :mod:`.pipeline`), parse it (JSON-RPC) or route it
+(HTTP+JSON, ``a2a.rest``), dispatch it to the request handler
+(:mod:`.handler`) on a database thread (:mod:`toolnexus_django.runtime.dbthreads`),
+and render the answer in the binding's words — a stream as Server-Sent
+Events (:mod:`.sse`). No thread is held while a request waits: a stream or
+a blocking send waits on its Task's wake-ups (``lifecycle.wakeups``), so one
+process can keep thousands open.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, HTTPScope
+from django.conf import settings
+
+from ..a2a.card import extended_card_builder
+from ..a2a.dialects import version_asked
+from ..a2a.follow import await_settled
+from ..a2a.jsonrpc import (
+    INTERNAL_ERROR,
+    RpcEnvelope,
+    RpcError,
+    body_too_large,
+    failure,
+    parse_request,
+    success,
+)
+from ..a2a.methods import Awaiting, CallContext, EventStream
+from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
+from ..conf import toolnexus_settings
+from ..runtime.dbthreads import run_sync
+from ..stores import get_task_store
+from ..strictjson import dumps
+from .card import endpoint_url, respond_card
+from .handler import EndpointActions, handler
+from .pipeline import (
+    JSON_HEADERS,
+    BodyTooLarge,
+    ClientGone,
+    authenticate,
+    headers_of,
+    needs_drf,
+    owner_of,
+    read_body,
+    respond,
+    respond_json,
+    respond_timeout,
+    rpc_authentication_classes,
+    rpc_permission_classes,
+)
+from .sse import stream_events
+
+logger = logging.getLogger("toolnexus_django.endpoint")
+
+
+def call_context(
+    scope: HTTPScope, store: Any, request: Any, version: str | None, rpc_path: str
+) -> CallContext:
+    """Who is calling and what they may do, for the handler."""
+    return CallContext(
+        store=store,
+        actions=EndpointActions(store),
+        owner=owner_of(request),
+        a2a_version=version,
+        last_event_id=headers_of(scope).get("last-event-id"),
+        held=None,  # waiting holds no thread here
+        extended_card=(
+            extended_card_builder(
+                request, endpoint_url(scope, rpc_path), rpc_authentication_classes()
+            )
+            if request is not None
+            else None
+        ),
+    )
+
+
+def _version(scope: HTTPScope, headers: dict[str, str]) -> str | None:
+    """The A2A version the caller names: header, else query parameter."""
+    query = scope.get("query_string") or b""
+    asked = None
+    if b"a2a-version" in query.lower():
+        values = parse_qs(query.decode("latin-1"))
+        for key, found in values.items():
+            if key.lower() == "a2a-version" and found:
+                asked = found[0]
+    return version_asked(headers.get("a2a-version"), asked)
+
+
+def _speaks_v1(version: str | None) -> bool:
+    return str(version or "").strip().startswith("1")
+
+
+async def read_request(
+    scope: HTTPScope,
+    receive: ASGIReceiveCallable,
+    send: ASGISendCallable,
+    version: str | None,
+    *,
+    rest: bool = False,
+) -> Any:
+    """The request's body and its caller: (body, DRF request or None), or
+    None when it was answered already (too big, too slow, refused by DRF;
+    ``rest``: in the HTTP+JSON binding's words)."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    try:
+        body = await read_body(receive, limit, float(toolnexus_settings.READ_TIMEOUT))
+    except BodyTooLarge:
+        err = body_too_large(limit, _speaks_v1(version))
+        await (respond_rest_error(send, err) if rest else respond_json(send, failure(None, err)))
+        return None
+    except (TimeoutError, ClientGone):
+        await respond_timeout(send)
+        return None
+    request = None
+    if needs_drf(rpc_authentication_classes(), rpc_permission_classes()):
+        request, refusal = await run_sync(authenticate, scope, body)
+        if refusal is not None:
+            await respond(send, *refusal)
+            return None
+    return body, request
+
+
+async def serve_rpc(
+    scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable, rpc_path: str = ""
+) -> None:
+    """``POST <prefix>/``: one JSON-RPC request."""
+    version = _version(scope, headers_of(scope))
+    rid = None
+    try:
+        read = await read_request(scope, receive, send, version)
+        if read is None:
+            return
+        body, request = read
+        rpc = parse_request(body)
+        rid = rpc.id
+        store = get_task_store()
+        ctx = call_context(scope, store, request, version, rpc_path or scope.get("path", ""))
+        result = await run_sync(handler.dispatch, rpc, ctx)
+        if isinstance(result, EventStream):
+            await stream_events(receive, send, RpcEnvelope(rid), result)
+            return
+        if isinstance(result, Awaiting):
+            result = await _settle(store, result)
+        await respond_json(send, success(rid, result))
+    except RpcError as err:
+        await respond_json(send, failure(err.id if err.id is not None else rid, err))
+    except Exception:
+        logger.exception("JSON-RPC request failed")
+        await respond_json(send, failure(rid, RpcError(INTERNAL_ERROR, "Internal error")))
+
+
+async def _settle(store: Any, waiting: Awaiting) -> Any:
+    try:
+        return waiting.result(await await_settled(store, waiting.task, run_sync))
+    finally:
+        waiting.close()
+
+
+async def serve_rest(
+    scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable, rpc_path: str, path: str
+) -> None:
+    """``<prefix>/message:send``, ``<prefix>/tasks/{id}``, ...: the HTTP+JSON
+    binding (a2a/rest.py), on the same operations as :func:`serve_rpc`."""
+    headers = headers_of(scope)
+    version = _version(scope, headers)
+    try:
+        read = await read_request(scope, receive, send, "1.0", rest=True)
+        if read is None:
+            return
+        body, request = read
+        check_version(version)
+        query = parse_qs((scope.get("query_string") or b"").decode("latin-1"))
+        rpc = route(scope["method"], path, query, body)
+        store = get_task_store()
+        ctx = call_context(scope, store, request, "1.0", rpc_path)
+        result = await run_sync(handler.dispatch, rpc, ctx)
+        if isinstance(result, EventStream):
+            await stream_events(receive, send, RestEnvelope(), result)
+            return
+        if isinstance(result, Awaiting):
+            result = await _settle(store, result)
+        if rpc.method == "GetExtendedAgentCard":
+            await respond_card(scope, send, dumps(result), private=True)
+            return
+        await respond_json(send, result)
+    except RpcError as err:
+        err.details = True
+        await respond_rest_error(send, err)
+    except Exception:
+        logger.exception("HTTP+JSON request failed")
+        await respond_rest_error(send, RpcError(INTERNAL_ERROR, "Internal error", details=True))
+
+
+async def respond_rest_error(send: ASGISendCallable, err: RpcError) -> None:
+    status, payload = rest_error(err)
+    headers = JSON_HEADERS
+    if isinstance(err, MethodNotAllowed):
+        headers = [*headers, (b"allow", ", ".join(err.allow).encode())]
+    await respond(send, status, dumps(payload), headers)
+
+
+__all__ = ["serve_rest", "serve_rpc"]

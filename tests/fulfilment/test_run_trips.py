@@ -115,7 +115,7 @@ def test_a_run_makes_two_trips_to_the_database_threads(configure: Any, fake_llm:
             return await super().__call__(fn, *args, **kwargs)
 
     db = Trips()
-    state = db.serve(get_runtime().submit(runner.fulfil(task["id"], store, db)))
+    state = db.serve(get_runtime().run_coroutine(runner.fulfil(task["id"], store, db)))
     assert state == "completed"
     assert db.count == 2
     stored = store.get(task["id"])

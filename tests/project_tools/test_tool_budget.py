@@ -192,7 +192,7 @@ def test_the_database_is_free_for_other_writers_while_a_tool_works(
         "django sync": lambda: tool(name="w")(write_then_work),
         "django async": lambda: tool(name="w")(awrite_then_work),
     }[kind]()
-    call = runtime.submit(made.execute({}))
+    call = runtime.run_coroutine(made.execute({}))
     try:
         assert wrote.wait(20)
         other = threading.Thread(target=another_writer)

@@ -90,7 +90,7 @@ def test_start_brings_the_pieces_up_and_stop_brings_every_one_down(settings: Any
     # The rest start on first use, as they do without start(): use each once.
     for piece in singletons():
         piece.get()
-    get_runtime().submit(asyncio.to_thread(int)).result(10)  # the loop and its IO pool
+    get_runtime().run_coroutine(asyncio.to_thread(int)).result(10)  # the loop and its IO pool
     from toolnexus_django.push import delivery
     from toolnexus_django.tools import budget
 

@@ -37,7 +37,7 @@ from .params import (
     history_length_of,
     own_task,
     read_query,
-    task_id_of,
+    read_task_id,
 )
 from .pushconfig import PushConfigs
 
@@ -300,7 +300,7 @@ def continue_task(message: dict[str, Any], ctx: CallContext) -> Task:
 
 
 def get_task(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
-    task_id = task_id_of(params)
+    task_id = read_task_id(params)
     history_length = history_length_of(params.get("historyLength"))
     task = _own_task(ctx, task_id)
     return render_task(task, dialect, history_length=history_length)
@@ -319,7 +319,7 @@ def list_tasks(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> An
 
 
 def cancel(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
-    task_id = task_id_of(params)
+    task_id = read_task_id(params)
     _own_task(ctx, task_id)
     try:
         canceled = ctx.actions.cancel(task_id, owner=ctx.owner)
@@ -338,7 +338,7 @@ def subscribe(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any
     """Follow a Task. With ``Last-Event-ID`` (a reconnect): exactly the
     messages after it, replayed even if the Task has finished since, then the
     live ones. Without: the Task, then its moves (a terminal Task: -32004)."""
-    task_id = task_id_of(params)
+    task_id = read_task_id(params)
     task = _own_task(ctx, task_id)
     after = follow.position_of(ctx.last_event_id)
     state = state_of(task)

@@ -151,7 +151,7 @@ def history_length_of(value: Any) -> int | None:
     return read_whole(value, "historyLength")
 
 
-def task_id_of(params: dict[str, Any]) -> str:
+def read_task_id(params: dict[str, Any]) -> str:
     task_id = params.get("id")
     if not isinstance(task_id, str) or not task_id:
         raise RpcError(INVALID_PARAMS, "Invalid params: params.id must be a non-empty string")

@@ -239,7 +239,7 @@ def _from_this_thread(
     store: TaskStore | None,
 ) -> str:
     db = CallerThread()
-    return db.serve(get_runtime().submit(run(task_id, store or get_task_store(), db)))
+    return db.serve(get_runtime().run_coroutine(run(task_id, store or get_task_store(), db)))
 
 
 def run_fulfilment(task_id: str, store: TaskStore | None = None) -> str:

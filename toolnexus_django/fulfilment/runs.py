@@ -60,7 +60,7 @@ class Runs:
                 raise RuntimeError("this process's runs are closed (it is stopping)")
             self._turns.add(turn)
         try:
-            turn.future = get_runtime().submit(self._take_turn(turn, run, store))
+            turn.future = get_runtime().run_coroutine(self._take_turn(turn, run, store))
         except BaseException:
             self._forget(turn)
             raise

@@ -86,10 +86,10 @@ async def serve_exchange(toolkit: Any, request: Exchange) -> Reply:
     return Reply(int(status), list(headers), bytes(body), calls)
 
 
-def submit(request: Exchange) -> concurrent.futures.Future[Reply]:
+def start_exchange(request: Exchange) -> concurrent.futures.Future[Reply]:
     """Start :func:`serve_exchange` on this process's runtime (starting the
     runtime if need be: call where blocking is fine) and return its future."""
     from ..agent.runtime import get_runtime
 
     runtime = get_runtime()
-    return runtime.submit(serve_exchange(runtime.toolkit, request))
+    return runtime.run_coroutine(serve_exchange(runtime.toolkit, request))

@@ -161,7 +161,7 @@ class LoopThread:
             self._io.shutdown(wait=False)
 
     # -- running ---------------------------------------------------------------
-    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    def run_coroutine(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Start ``coro`` on the runtime's loop in a context of its own (see :func:`_isolated`)."""
         if self.loop is None or not self.alive:
             coro.close()
@@ -177,7 +177,7 @@ class LoopThread:
         no longer counts against the pool's size."""
         budget = RunBudget(timeout)
         try:
-            future = self.submit(_within(budget, coro))
+            future = self.run_coroutine(_within(budget, coro))
         except RuntimeError:
             coro.close()  # never started: no "never awaited" warning
             raise

@@ -45,9 +45,9 @@ from .pipeline import (
     BodyTooLarge,
     ClientGone,
     authenticate,
+    caller_owner,
     headers_of,
     needs_drf,
-    owner_of,
     read_body,
     respond,
     respond_json,
@@ -67,7 +67,7 @@ def call_context(
     return CallContext(
         store=store,
         actions=EndpointActions(store),
-        owner=owner_of(request),
+        owner=caller_owner(request),
         a2a_version=version,
         last_event_id=headers_of(scope).get("last-event-id"),
         held=None,  # waiting holds no thread here

@@ -29,7 +29,7 @@ from ..a2a.methods import CallContext, Operation
 from ..a2a.pushconfig import PushConfigs, keeps_configs
 from ..fulfilment.jobs import schedule_fulfilment
 from ..lifecycle.messages import answer_data, user_message
-from ..mcp.exchange import Exchange, Reply, submit
+from ..mcp.exchange import Exchange, Reply, start_exchange
 from ..push.configs import DatabasePushConfigs
 from ..push.local import LocalPushConfigs
 from ..review import NotCancelable, TaskNotFound, answer_task, cancel_task
@@ -113,7 +113,7 @@ class RequestHandler:
     def on_mcp_request(self, exchange: Exchange) -> Future[Reply]:
         """One MCP request (streamable HTTP), answered by a fresh MCP server
         on the runtime's loop; the edge waits for the reply within its deadline."""
-        return submit(exchange)
+        return start_exchange(exchange)
 
 
 #: The handler every binding dispatches to.

@@ -172,7 +172,8 @@ def authenticate(
     return request, None
 
 
-def owner_of(request: Any) -> str | None:
-    """The owner id of an authenticated request's caller (None: anonymous)."""
+def caller_owner(request: Any) -> str | None:
+    """The owner id of an authenticated request's caller (None: anonymous); a
+    Task's own owner is :func:`lifecycle.owner_of`."""
     user = getattr(request, "user", None) if request is not None else None
     return str(user.pk) if user is not None and user.is_authenticated else None

@@ -41,7 +41,7 @@ from ..stores import TaskStore, get_task_store
 from ..strictjson import dumps
 from .card import card_response, mount_url
 from .handler import EndpointActions, handler
-from .pipeline import EndpointAccess, owner_of, rpc_authentication_classes
+from .pipeline import EndpointAccess, caller_owner, rpc_authentication_classes
 from .sse import sse_response
 
 logger = logging.getLogger("toolnexus_django.views")
@@ -89,7 +89,7 @@ class JsonRpcView(EndpointAccess):
         return CallContext(
             store=store,
             actions=EndpointActions(store),
-            owner=owner_of(request),
+            owner=caller_owner(request),
             a2a_version=version,
             last_event_id=request.headers.get("Last-Event-ID"),
             # Each waiting request holds one of this server's threads.

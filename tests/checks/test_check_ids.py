@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from tests.checks.test_checks import GOOD, REPO_ROOT, ids_of, our_messages
+from tests.layers import parse
 from toolnexus_django.checks import PROBLEMS, RETIRED_IDS
 from toolnexus_django.stores import InMemoryTaskStore
 
@@ -233,7 +234,7 @@ def id_literals() -> Counter[str]:
     for path in sorted(CHECKS.glob("*.py")):
         if path.name == "problems.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse(path.read_text(), path)):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 if re.fullmatch(r"[EW]\d{3}", node.value):
                     found[node.value] += 1

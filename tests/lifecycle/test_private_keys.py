@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import toolnexus_django
+from tests.layers import parse
 from toolnexus_django.lifecycle import private
 
 PACKAGE = Path(toolnexus_django.__file__).resolve().parent
@@ -188,7 +189,7 @@ def check_names(tree: ast.AST, path: str) -> Iterator[Offence]:
 
 
 def offences_in(source: str, path: str, keys: frozenset[str] | None = None) -> list[Offence]:
-    tree = ast.parse(source, filename=path)
+    tree = parse(source, path)
     keys = private_keys() if keys is None else keys
     found = {*check_names(tree, path), *check_scope(tree, path, keys, frozenset())}
     return sorted(found)

@@ -356,26 +356,6 @@ AGENT_KEYS = ("name", "description", "version", "provider", "skills")
 TOOLKIT_KEYS = ("skills_dir", "mcp_config", "builtins", "tools")
 
 
-def known_keys(section: str) -> tuple[str, ...]:
-    """The keys a dict ``AGENT``, ``TOOLKIT`` or ``CLIENT`` may hold: the
-    card's fields; this app's toolkit keys plus what the installed toolnexus's
-    ``create_toolkit`` / ``create_client`` take (a key it does not take would
-    fail the first run)."""
-    import inspect
-
-    import toolnexus
-
-    if section == "AGENT":
-        return AGENT_KEYS
-    if section == "TOOLKIT":
-        params = inspect.signature(toolnexus.create_toolkit).parameters
-        passed = tuple(p for p in params if p not in ("extra_tools", *TOOLKIT_KEYS))
-        return TOOLKIT_KEYS + passed
-    if section == "CLIENT":
-        return tuple(inspect.signature(toolnexus.create_client).parameters)
-    raise ValueError(section)
-
-
 def written(user: dict[str, Any], path: tuple[str, ...]) -> tuple[bool, Any]:
     """Whether the setting as written (``user``) sets ``path`` (a key, or a
     section's key), and to what."""

@@ -3,13 +3,15 @@ client a run is built from."""
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any
 
+import toolnexus
 from django.core.checks import CheckMessage
 
 from ..agent.runtime import CLIENT_STYLES
-from ..conf import known_keys, setting_name
+from ..conf import AGENT_KEYS, TOOLKIT_KEYS, setting_name
 from .problems import problem
 from .sections import importable
 
@@ -17,6 +19,22 @@ from .sections import importable
 API_KEY_ENV = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 #: The id of an unknown key inside each section.
 UNKNOWN_KEY = {"AGENT": "E302", "TOOLKIT": "E312", "CLIENT": "E322"}
+
+
+def known_keys(section: str) -> tuple[str, ...]:
+    """The keys a dict ``AGENT``, ``TOOLKIT`` or ``CLIENT`` may hold: the
+    card's fields; this app's toolkit keys plus what the installed toolnexus's
+    ``create_toolkit`` / ``create_client`` take (a key it does not take would
+    fail the first run)."""
+    if section == "AGENT":
+        return AGENT_KEYS
+    if section == "TOOLKIT":
+        params = inspect.signature(toolnexus.create_toolkit).parameters
+        passed = tuple(p for p in params if p not in ("extra_tools", *TOOLKIT_KEYS))
+        return TOOLKIT_KEYS + passed
+    if section == "CLIENT":
+        return tuple(inspect.signature(toolnexus.create_client).parameters)
+    raise ValueError(section)
 
 
 def check_agent(raw: dict[str, Any], cfg: dict[str, Any]) -> list[CheckMessage]:

@@ -274,7 +274,6 @@ def _deliver_event(
     timeout = float(toolnexus_settings.PUSH["TIMEOUT"])
     for notification_id, body in notifications(row, task, event):
         attempt = row.failures + 1
-
         try:
             target = check(row.url)
         except Exception as refused:  # the URL now resolves somewhere it may not go
@@ -289,46 +288,64 @@ def _deliver_event(
             done.append(Attempt(event.seq, notification_id, attempt, DELIVERED, reply.status))
             logger.debug("push delivered: Task %s event %s", row.task_id, notification_id)
             continue
-        error = reply.error or _reply_text(reply)
-        if reply.unsendable:  # it would fail the same way every time: disabled now
-            reason = f"{error}; set the config again"
-            book.log(key, row, Attempt(event.seq, notification_id, attempt, DISABLED, None, reason))
-            _disable(book, key, row, holder, reason)  # its one log line
-            return DISABLED
-        if not reply.retryable:
-            # The receiver refused it for good (a 4xx, a redirect): skip it.
-            _log(
-                book,
-                key,
-                row,
-                Attempt(event.seq, notification_id, attempt, GAVE_UP, reply.status, error),
-            )
-            continue
-        failures = row.failures + 1
-        if failures >= int(toolnexus_settings.PUSH["MAX_ATTEMPTS"]):
-            _log(
-                book,
-                key,
-                row,
-                Attempt(event.seq, notification_id, attempt, DISABLED, reply.status, error),
-            )
-            _disable(
-                book, key, row, holder, f"{failures} deliveries failed in a row; the last: {error}"
-            )
-            return DISABLED
-        delay = retry_delay(failures, reply.retry_after)
-        when = until(delay)
+        outcome = _failed(book, key, row, holder, using, event.seq, notification_id, reply)
+        if outcome != GAVE_UP:
+            return outcome
+    return DELIVERED
+
+
+def _failed(
+    book: Book,
+    key: Any,
+    row: Any,
+    holder: str,
+    using: str,
+    seq: int,
+    notification_id: str,
+    reply: sender.Reply,
+) -> str:
+    """A notification the receiver did not take: skipped (GAVE_UP), retried
+    later (RETRY) or the config disabled (DISABLED); logged either way."""
+    attempt = row.failures + 1
+    error = reply.error or _reply_text(reply)
+    if reply.unsendable:  # it would fail the same way every time: disabled now
+        reason = f"{error}; set the config again"
+        book.log(key, row, Attempt(seq, notification_id, attempt, DISABLED, None, reason))
+        _disable(book, key, row, holder, reason)  # its one log line
+        return DISABLED
+    if not reply.retryable:
+        # The receiver refused it for good (a 4xx, a redirect): skip it.
         _log(
             book,
             key,
             row,
-            Attempt(event.seq, notification_id, attempt, RETRY, reply.status, error, when),
+            Attempt(seq, notification_id, attempt, GAVE_UP, reply.status, error),
         )
-        book.release(key, holder, failures=failures, next_attempt_at=when)
-        if toolnexus_settings.TASK_BACKEND is None:
-            _later(delay, key, using)
-        return RETRY
-    return DELIVERED
+        return GAVE_UP
+    failures = row.failures + 1
+    if failures >= int(toolnexus_settings.PUSH["MAX_ATTEMPTS"]):
+        _log(
+            book,
+            key,
+            row,
+            Attempt(seq, notification_id, attempt, DISABLED, reply.status, error),
+        )
+        _disable(
+            book, key, row, holder, f"{failures} deliveries failed in a row; the last: {error}"
+        )
+        return DISABLED
+    delay = retry_delay(failures, reply.retry_after)
+    when = until(delay)
+    _log(
+        book,
+        key,
+        row,
+        Attempt(seq, notification_id, attempt, RETRY, reply.status, error, when),
+    )
+    book.release(key, holder, failures=failures, next_attempt_at=when)
+    if toolnexus_settings.TASK_BACKEND is None:
+        _later(delay, key, using)
+    return RETRY
 
 
 def _reply_text(reply: sender.Reply) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 import toolnexus
 
 from .base import TaskStore
+from .resolve import resolve_store
 
 
 class ToolnexusStoreAdapter(toolnexus.TaskStore):
@@ -33,6 +34,4 @@ class ToolnexusStoreAdapter(toolnexus.TaskStore):
 
 def as_toolnexus_store(store: Any) -> ToolnexusStoreAdapter:
     """Wrap ``store`` — anything :func:`resolve_store` accepts — for toolnexus."""
-    from . import resolve_store
-
     return ToolnexusStoreAdapter(resolve_store(store))

@@ -1,8 +1,10 @@
-"""A Task's push notification configs in the database (the django store)."""
+"""A Task's push notification configs as the wire sets and reads them: in the
+database (the django store), or beside the Task (the memory and file stores)."""
 
 from __future__ import annotations
 
 import uuid
+from types import SimpleNamespace
 from typing import Any
 
 from django.db import transaction
@@ -11,55 +13,14 @@ from django.utils import timezone
 from ..a2a.pushconfig import (
     MAX_CONFIGS_PER_TASK,
     PushConfigSpec,
-    PushURLRefused,
     StoredPushConfig,
 )
-from ..conf import toolnexus_settings
-from . import secrets
+from ..lifecycle import read as read_private
+from ..stores import TaskStore
+from .delivery import note_new_config, schedule, schedule_keys
+from .local import LocalBook, TaskDocs, key_of
 from .locks import lock_configs, lock_task
-from .ssrf import RefusedURL, check_url
-
-
-def check(url: str) -> Any:
-    """The checked target of ``url`` (raises :class:`PushURLRefused`)."""
-    try:
-        return check_url(url, toolnexus_settings.PUSH["ALLOWED_HOSTS"] or ())
-    except RefusedURL as refused:
-        raise PushURLRefused(str(refused)) from None
-
-
-def config_values(
-    owner: str | None, spec: PushConfigSpec, dialect: str, start: int
-) -> dict[str, Any]:
-    """A new (or replaced) config's fields, its secrets sealed, enabled, its
-    notifications starting after event ``start`` — for every store."""
-    return {
-        "owner": owner or "",
-        "dialect": dialect,
-        "url": spec.url,
-        "token": secrets.seal(spec.token),
-        "auth_scheme": spec.scheme,
-        "credentials": secrets.seal(spec.credentials),
-        "delivered_seq": start,
-        "failures": 0,
-        "next_attempt_at": None,
-        "disabled_at": None,
-        "disabled_reason": "",
-    }
-
-
-def stored(row: Any) -> StoredPushConfig:
-    """A config as the wire shows it (``row``: a PushConfig, or any object
-    with its fields)."""
-    return StoredPushConfig(
-        task_id=row.task_id,
-        config_id=row.config_id,
-        url=row.url,
-        token=secrets.unseal(row.token),
-        scheme=row.auth_scheme,
-        dialect=row.dialect,
-        disabled=row.disabled_at is not None,
-    )
+from .records import check, config_values, stored
 
 
 class DatabasePushConfigs:
@@ -84,8 +45,6 @@ class DatabasePushConfigs:
             row = self._first(task_id, owner, spec, dialect, after)
         else:
             row = self._set(task_id, owner, spec, dialect, after)
-        from .delivery import note_new_config, schedule
-
         note_new_config()
         schedule([row.pk], using=self.using)
         return stored(row)
@@ -139,3 +98,62 @@ class DatabasePushConfigs:
                 return False
             self.rows.filter(pk__in=pks).delete()
         return True
+
+
+class LocalPushConfigs:
+    """A memory or file store's configs on the wire (``a2a.pushconfig.PushConfigs``)."""
+
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+        self.docs = TaskDocs(store)
+        self.book = LocalBook(store)
+
+    def check(self, spec: PushConfigSpec) -> None:
+        check(spec.url)
+
+    def create(
+        self, task_id: str, owner: str | None, spec: PushConfigSpec, dialect: str, *, after: int
+    ) -> StoredPushConfig:
+        config_id = spec.config_id or str(uuid.uuid4())
+        task = self.store.get(task_id)
+        seq = read_private(task).seq if task else 0
+        with self.docs.locked():
+            doc = self.docs.read(task_id)
+            configs = doc["configs"]
+            if len(configs) >= MAX_CONFIGS_PER_TASK and config_id not in configs:
+                raise ValueError(f"a Task has at most {MAX_CONFIGS_PER_TASK} push configs")
+            configs[config_id] = {
+                "task_id": task_id,
+                "config_id": config_id,
+                **config_values(owner, spec, dialect, seq if after < 0 else min(after, seq)),
+                "lease_owner": "",
+                "lease_until": None,
+                "log": [],
+            }
+            self.docs.write(task_id, doc)
+        schedule_keys(self.book, [key_of(task_id, config_id)])
+        return self._stored(configs[config_id])
+
+    @staticmethod
+    def _stored(config: dict[str, Any]) -> StoredPushConfig:
+        return stored(SimpleNamespace(**config))
+
+    def get(self, task_id: str, config_id: str | None) -> StoredPushConfig | None:
+        configs = self.docs.read(task_id)["configs"]
+        if config_id is None:
+            return self._stored(next(iter(configs.values()))) if configs else None
+        return self._stored(configs[config_id]) if config_id in configs else None
+
+    def list(self, task_id: str) -> list[StoredPushConfig]:
+        return [self._stored(c) for c in self.docs.read(task_id)["configs"].values()]
+
+    def delete(self, task_id: str, config_id: str) -> bool:
+        with self.docs.locked():
+            doc = self.docs.read(task_id)
+            if doc["configs"].pop(config_id, None) is None:
+                return False
+            self.docs.write(task_id, doc)
+            return True
+
+
+__all__ = ["DatabasePushConfigs", "LocalPushConfigs"]

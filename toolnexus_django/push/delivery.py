@@ -43,8 +43,9 @@ from ..runtime.threads import DaemonThreadPool
 from ..stores import DjangoTaskStore, TaskStore, get_task_store
 from . import sender
 from .book import DELIVERED, DISABLED, GAVE_UP, REFUSED, RETRY, Attempt, Book, DatabaseBook, until
-from .configs import check
+from .local import LocalBook
 from .notify import notifications, send
+from .records import check
 
 logger = logging.getLogger("toolnexus_django.push")
 
@@ -72,8 +73,6 @@ def holder_id() -> str:
 
 def book_for(store: TaskStore) -> Book | None:
     """Where ``store``'s configs keep their delivery state (None: nowhere)."""
-    from .local import LocalBook
-
     if isinstance(store, DjangoTaskStore):
         return DatabaseBook(store.using)
     return LocalBook(store) if keeps_configs(store) else None

@@ -16,7 +16,6 @@ import json
 import os
 import tempfile
 import threading
-import uuid
 import weakref
 from collections.abc import Iterator
 from datetime import datetime
@@ -26,12 +25,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from ..a2a.pushconfig import MAX_CONFIGS_PER_TASK, PushConfigSpec, StoredPushConfig
 from ..lifecycle import read as read_private
 from ..stores import FileTaskStore, TaskStore
 from ..stores.base import parse_instant
 from .book import Attempt
-from .configs import check, config_values, stored
 
 #: Attempts kept in a config's log.
 LOG_KEPT = 50
@@ -53,7 +50,7 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else value
 
 
-class _Docs:
+class TaskDocs:
     """Read and write one Task's push document, under the store's lock."""
 
     def __init__(self, store: TaskStore) -> None:
@@ -116,7 +113,7 @@ class LocalBook:
 
     def __init__(self, store: TaskStore) -> None:
         self.store = store
-        self.docs = _Docs(store)
+        self.docs = TaskDocs(store)
 
     def _change(self, key: str, change: Any) -> Any:
         task_id, config_id = parse_key(key)
@@ -216,62 +213,4 @@ def _append(config: dict[str, Any], attempts: list[Attempt]) -> None:
     del log[:-LOG_KEPT]
 
 
-class LocalPushConfigs:
-    """A memory or file store's configs on the wire (``a2a.pushconfig.PushConfigs``)."""
-
-    def __init__(self, store: TaskStore) -> None:
-        self.store = store
-        self.docs = _Docs(store)
-        self.book = LocalBook(store)
-
-    def check(self, spec: PushConfigSpec) -> None:
-        check(spec.url)
-
-    def create(
-        self, task_id: str, owner: str | None, spec: PushConfigSpec, dialect: str, *, after: int
-    ) -> StoredPushConfig:
-        config_id = spec.config_id or str(uuid.uuid4())
-        task = self.store.get(task_id)
-        seq = read_private(task).seq if task else 0
-        with self.docs.locked():
-            doc = self.docs.read(task_id)
-            configs = doc["configs"]
-            if len(configs) >= MAX_CONFIGS_PER_TASK and config_id not in configs:
-                raise ValueError(f"a Task has at most {MAX_CONFIGS_PER_TASK} push configs")
-            configs[config_id] = {
-                "task_id": task_id,
-                "config_id": config_id,
-                **config_values(owner, spec, dialect, seq if after < 0 else min(after, seq)),
-                "lease_owner": "",
-                "lease_until": None,
-                "log": [],
-            }
-            self.docs.write(task_id, doc)
-        from .delivery import schedule_keys
-
-        schedule_keys(self.book, [key_of(task_id, config_id)])
-        return self._stored(configs[config_id])
-
-    @staticmethod
-    def _stored(config: dict[str, Any]) -> StoredPushConfig:
-        return stored(SimpleNamespace(**config))
-
-    def get(self, task_id: str, config_id: str | None) -> StoredPushConfig | None:
-        configs = self.docs.read(task_id)["configs"]
-        if config_id is None:
-            return self._stored(next(iter(configs.values()))) if configs else None
-        return self._stored(configs[config_id]) if config_id in configs else None
-
-    def list(self, task_id: str) -> list[StoredPushConfig]:
-        return [self._stored(c) for c in self.docs.read(task_id)["configs"].values()]
-
-    def delete(self, task_id: str, config_id: str) -> bool:
-        with self.docs.locked():
-            doc = self.docs.read(task_id)
-            if doc["configs"].pop(config_id, None) is None:
-                return False
-            self.docs.write(task_id, doc)
-            return True
-
-
-__all__ = ["LocalBook", "LocalPushConfigs"]
+__all__ = ["LocalBook", "TaskDocs", "key_of"]

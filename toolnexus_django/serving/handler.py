@@ -30,8 +30,7 @@ from ..a2a.pushconfig import PushConfigs, keeps_configs
 from ..fulfilment.jobs import schedule_fulfilment
 from ..lifecycle.messages import answer_data, user_message
 from ..mcp.exchange import Exchange, Reply, start_exchange
-from ..push.configs import DatabasePushConfigs
-from ..push.local import LocalPushConfigs
+from ..push.configs import DatabasePushConfigs, LocalPushConfigs
 from ..review import NotCancelable, TaskNotFound, answer_task, cancel_task
 from ..stores import DjangoTaskStore, DuplicateMessage, TaskStore
 from ..stores.base import Task

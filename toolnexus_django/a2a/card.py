@@ -36,6 +36,8 @@ import toolnexus
 from ..agent.runtime import skills_dirs
 from ..conf import toolnexus_settings
 from ..runtime.registry import PerProcess
+from ..stores import get_task_store
+from .pushconfig import keeps_configs
 
 PROTOCOL_VERSION = "0.3.0"
 #: (protocolBinding, protocolVersion) of each entry of supportedInterfaces:
@@ -233,9 +235,6 @@ def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str,
 
 def _pushes() -> bool:
     """Push notifications are offered where configs can be kept."""
-    from ..stores import get_task_store
-    from .pushconfig import keeps_configs
-
     return keeps_configs(get_task_store())
 
 

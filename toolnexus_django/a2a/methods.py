@@ -19,7 +19,7 @@ from ..lifecycle import states
 from ..lifecycle.messages import has_answer, message_text
 from ..stores import TaskStore
 from ..stores.base import Task, state_of
-from . import follow, parts, pushops, v1
+from . import follow, listing, parts, pushops, v1
 from .dialects import Dialect, render_task, resolve
 from .jsonrpc import (
     EXTENDED_CARD_NOT_CONFIGURED,
@@ -310,9 +310,7 @@ def get_task(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
 
 
 def list_tasks(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
-    from .listing import list_tasks as query
-
-    return query(ctx.store, params, ctx.owner, dialect)
+    return listing.list_tasks(ctx.store, params, ctx.owner, dialect)
 
 
 # -- CancelTask / tasks/cancel -------------------------------------------------------------

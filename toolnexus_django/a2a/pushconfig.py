@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..stores import DjangoTaskStore, FileTaskStore, InMemoryTaskStore
 from .dialects import Dialect
 from .jsonrpc import INVALID_PARAMS, RpcError
 
@@ -34,8 +35,6 @@ def keeps_configs(store: Any) -> bool:
     """Whether ``store`` keeps push configs: the django store (in the
     database), the memory and file stores (beside the Task); a custom store
     does not."""
-    from ..stores import DjangoTaskStore, FileTaskStore, InMemoryTaskStore
-
     return isinstance(store, (DjangoTaskStore, InMemoryTaskStore, FileTaskStore))
 
 

@@ -27,7 +27,9 @@ from django.db import InterfaceError, OperationalError, connections
 from .. import lifecycle
 from ..agent import conversations
 from ..agent.conversations import get_conversation_store
+from ..agent.replay import continue_run
 from ..agent.runtime import RunHandle, get_runtime
+from ..agent.transcript import halted_tool
 from ..conf import toolnexus_settings
 from ..lifecycle import states
 from ..signals import awaiting_human, run_finished
@@ -100,8 +102,6 @@ async def resume(task_id: str, store: TaskStore, db: Db) -> str:
     """Resume the answered Task ``task_id`` from where its run stopped
     (:mod:`..agent.replay`); returns the state it ended in."""
     from toolnexus import Answer, Request
-
-    from ..agent.replay import continue_run
 
     task, moved, _ = await db(_take, store, task_id, states.ANSWERED, lifecycle.start_resume)
     if task is None or lifecycle.phase_of(task) != states.ANSWERED:
@@ -281,8 +281,6 @@ def fail_unstarted(task_id: str, store: TaskStore, exc: BaseException) -> str:
 def halted_tool_of(transcript: Any, style: str) -> Any:
     """The toolkit's Tool whose Request halted the run (its input schema is
     what a reviewer's edit is checked against), if this process has it."""
-    from ..agent.transcript import halted_tool
-
     name = halted_tool(transcript, style)
     toolkit = getattr(get_runtime(), "toolkit", None) if name else None
     return toolkit.get(name) if toolkit is not None and name else None

@@ -17,6 +17,7 @@ from typing import Any
 from toolnexus import build_mcp_server, exposed_mcp_tools
 from toolnexus.mcp_serve import serve_mcp_http_request
 
+from ..agent.runtime import get_runtime
 from ..conf import toolnexus_settings
 from ..tools.context import new_run, running
 from .audit import Caller, CallRecord
@@ -89,7 +90,5 @@ async def serve_exchange(toolkit: Any, request: Exchange) -> Reply:
 def start_exchange(request: Exchange) -> concurrent.futures.Future[Reply]:
     """Start :func:`serve_exchange` on this process's runtime (starting the
     runtime if need be: call where blocking is fine) and return its future."""
-    from ..agent.runtime import get_runtime
-
     runtime = get_runtime()
     return runtime.run_coroutine(serve_exchange(runtime.toolkit, request))

@@ -18,10 +18,12 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.utils.dateparse import parse_datetime
+
+from ..conf import toolnexus_settings
 
 Task = dict[str, Any]
 
@@ -63,10 +65,6 @@ def repeats_since() -> datetime | None:
     """Sends since when count as repeats (``IDEMPOTENCY_WINDOW`` seconds
     ago; None: for ever). Raises LookupError when repeats are not looked for
     (the window is 0)."""
-    from datetime import timedelta
-
-    from ..conf import toolnexus_settings
-
     window = toolnexus_settings.IDEMPOTENCY_WINDOW
     if window is None:
         return None

@@ -21,6 +21,8 @@ from django.db import transaction
 from ..compat import InvalidTaskBackendError, Task, task
 from ..conf import toolnexus_settings
 from ..stores import DjangoTaskStore, TaskStore, get_task_store
+from . import runner
+from .runs import runs
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,17 +56,13 @@ def job(func: Callable[..., str]) -> Any:
 @job
 def fulfil(task_id: str) -> str:
     """Run one submitted Task to completed / failed / input-required."""
-    from .runner import run_fulfilment
-
-    return run_fulfilment(task_id)
+    return runner.run_fulfilment(task_id)
 
 
 @job
 def resume(task_id: str) -> str:
     """Continue one answered Task from where its run stopped."""
-    from .runner import run_resume
-
-    return run_resume(task_id)
+    return runner.run_resume(task_id)
 
 
 # -- enqueueing ----------------------------------------------------------------------
@@ -75,9 +73,6 @@ def _enqueue(job: Any, task_id: str, store: TaskStore) -> None:
     if alias is not None:
         job.using(backend=alias).enqueue(task_id)
         return
-    from . import runner
-    from .runs import runs
-
     run = runner.fulfil if job is fulfil else runner.resume
     try:
         runs().start(run, task_id, store)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from .base import (
     MAX_ID_LENGTH,
@@ -29,10 +31,39 @@ from .base import (
     state_of,
     task_id_of,
 )
-from .rows import EVENT_FIELDS, aware, column_fields, iso_instant, valid_id
 
 #: Databases on which migration 0005's trigger copies each move's event.
 TRIGGER_VENDORS = frozenset({"postgresql", "sqlite"})
+
+#: The columns of a TaskEvent row, as the event dicts name them.
+_EVENT_FIELDS = (
+    "task_id",
+    "seq",
+    "kind",
+    "from_state",
+    "to_state",
+    "at",
+    "actor",
+    "actor_kind",
+    "via",
+    "public",
+    "private",
+)
+
+
+@functools.cache
+def _fields(model: Any) -> dict[str, Any]:
+    return {f.attname: f for f in model._meta.concrete_fields}
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _valid_id(id: Any) -> bool:
+    # PostgreSQL rejects NUL in text, and ids longer than the column cannot
+    # exist: both are simply unknown rather than a database error.
+    return isinstance(id, str) and 0 < len(id) <= MAX_ID_LENGTH and "\x00" not in id
 
 
 class DjangoTaskStore(TaskStore):
@@ -67,7 +98,7 @@ class DjangoTaskStore(TaskStore):
         return task
 
     def get(self, id: str) -> Task | None:
-        if not valid_id(id):
+        if not _valid_id(id):
             return None
         # One statement built by hand: GetTask's hot path (the ORM's compile
         # of this SELECT was most of its cost).
@@ -88,7 +119,7 @@ class DjangoTaskStore(TaskStore):
             lease = private.get("lease")
             if isinstance(lease, dict) and row[2] is not None:
                 # Renewals (renew_leases) move only the column: it is the lease's end.
-                lease["until"] = aware(row[2]).isoformat()
+                lease["until"] = _aware(row[2]).isoformat()
             task[PRIVATE_KEY] = private
         return task
 
@@ -97,12 +128,12 @@ class DjangoTaskStore(TaskStore):
         UPDATE (no move, no event, no new revision: the runs' versions stay
         current); returns the ids renewed — a Task missing from it is no
         longer ``holder``'s (canceled, or taken over) and its run must stop."""
-        ids = [t for t in task_ids if valid_id(t)]
+        ids = [t for t in task_ids if _valid_id(t)]
         if not ids:
             return set()
         connection = connections[self.using]
         qn = connection.ops.quote_name
-        field = column_fields(self.model)["lease_expires_at"]
+        field = _fields(self.model)["lease_expires_at"]
         sql = (
             f"UPDATE {qn(self.model._meta.db_table)} SET {qn('lease_expires_at')} = %s "
             f"WHERE {qn('id')} IN ({', '.join(['%s'] * len(ids))}) "
@@ -140,14 +171,14 @@ class DjangoTaskStore(TaskStore):
 
     def save(self, task: Task, event: Event | None = None) -> None:
         tid = task_id_of(task)
-        if not valid_id(tid):
+        if not _valid_id(tid):
             raise ValueError(f"invalid Task id for the database store: {tid[:40]!r}")
         model = self.model
         connection = connections[self.using]
         values = {"id": tid, **self._columns(task, event)}
         now = timezone.now()
         values["created_at"] = values["updated_at"] = now
-        fields = column_fields(model)
+        fields = _fields(model)
         names = list(values)
         params = [fields[n].get_db_prep_save(values[n], connection) for n in names]
         qn = connection.ops.quote_name
@@ -185,7 +216,7 @@ class DjangoTaskStore(TaskStore):
                 since = repeats_since()
             except LookupError:
                 since = datetime.max.replace(tzinfo=UTC)  # not looked for: give it up
-            if since is None or aware(created) >= since:
+            if since is None or _aware(created) >= since:
                 raise DuplicateMessage(holder) from None
             self._release_key(key)  # type: ignore[arg-type]
             self._insert(task, event, guarded=True)
@@ -228,7 +259,7 @@ class DjangoTaskStore(TaskStore):
 
     def compare_and_set(self, expected: Task, new: Task, event: Event | None = None) -> bool:
         tid = task_id_of(new)
-        if not valid_id(tid):
+        if not _valid_id(tid):
             return False
         bump_revision(expected, new)
         if self.triggers or event is None:
@@ -250,7 +281,7 @@ class DjangoTaskStore(TaskStore):
         one statement built by hand (the ORM's compile of this UPDATE was
         most of a move's cost)."""
         connection = connections[self.using]
-        fields = column_fields(self.model)
+        fields = _fields(self.model)
         columns = {k: v for k, v in columns.items() if k != "message_key"}  # set once, at INSERT
         names = [*columns, "updated_at"]
         values = [*columns.values(), timezone.now()]
@@ -303,20 +334,20 @@ class DjangoTaskStore(TaskStore):
         return TaskEvent
 
     def _add_event(self, event: Event) -> None:
-        fields = {k: event.get(k) for k in EVENT_FIELDS}
+        fields = {k: event.get(k) for k in _EVENT_FIELDS}
         fields["at"] = parse_instant(event.get("at")) or timezone.now()
         self.event_model.objects.using(self.using).create(**fields)
 
     def events(self, task_id: str, after: int = 0) -> list[Event]:
-        if not valid_id(task_id):
+        if not _valid_id(task_id):
             return []
         rows = (
             self.event_model.objects.using(self.using)
             .filter(task_id=task_id, seq__gt=after)
             .order_by("seq")
-            .values(*EVENT_FIELDS)
+            .values(*_EVENT_FIELDS)
         )
-        return [{**row, "at": iso_instant(row["at"])} for row in rows]
+        return [{**row, "at": _iso(row["at"])} for row in rows]
 
     def changes_since(self, cursor: Any) -> tuple[Any, set[str]] | None:
         rows = self.event_model.objects.using(self.using)
@@ -360,3 +391,12 @@ class DjangoTaskStore(TaskStore):
 
     def __repr__(self) -> str:
         return f"<DjangoTaskStore using={self.using!r}>"
+
+
+def _aware(value: datetime | str) -> datetime:
+    """A datetime column as read by a raw cursor (SQLite: a naive UTC string,
+    read as Django's SQLite backend reads it)."""
+    moment = parse_datetime(value) if isinstance(value, str) else value
+    if moment is None:
+        raise ValueError(f"{value!r} is not a datetime")
+    return moment.replace(tzinfo=UTC) if timezone.is_naive(moment) else moment

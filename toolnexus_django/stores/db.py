@@ -12,6 +12,7 @@ from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from . import selections
 from .base import (
     MAX_ID_LENGTH,
     PRIVATE_KEY,
@@ -304,26 +305,7 @@ class DjangoTaskStore(TaskStore):
             return bool(cursor.rowcount)
 
     def list_tasks(self, query: TaskQuery) -> tuple[list[tuple[Task, datetime]], int]:
-        """The public Tasks ``query`` selects, with their ``updated_at``, and
-        how many match in all (ListTasks). The private section is never read."""
-        from django.db.models import Q
-
-        rows = self.model.objects.using(self.using)
-        rows = (
-            rows.filter(owner__isnull=True) if query.owner is None else rows.owned_by(query.owner)
-        )
-        if query.context_id is not None:
-            rows = rows.filter(context_id=query.context_id)
-        if query.state is not None:
-            rows = rows.filter(state=query.state)
-        if query.updated_after is not None:
-            rows = rows.filter(updated_at__gte=query.updated_after)
-        total = rows.count()
-        if query.after is not None:
-            moment, tid = query.after
-            rows = rows.filter(Q(updated_at__lt=moment) | Q(updated_at=moment, id__lt=tid))
-        page = rows.order_by("-updated_at", "-id").values_list("id", "task", "updated_at")
-        return [({**task, "id": tid}, updated) for tid, task, updated in page[: query.limit]], total
+        return selections.page(self.model.objects.using(self.using), query)
 
     # -- events -------------------------------------------------------------------------
 
@@ -362,22 +344,13 @@ class DjangoTaskStore(TaskStore):
         return found[-1][0], {task_id for _, task_id in found}
 
     def waiting_ids(self, expired_by: datetime | None = None) -> list[str]:
-        rows = self.model.objects.using(self.using).awaiting_human()
-        if expired_by is not None:
-            rows = rows.filter(expires_at__lte=expired_by)
-        return list(rows.order_by("expires_at").values_list("id", flat=True)[:1000])
+        return selections.waiting(self.model.objects.using(self.using), expired_by)
 
     def stale_ids(
         self, now: datetime, *, submitted_before: datetime, unleased_before: datetime
     ) -> list[str]:
-        from django.db.models import Q
-
-        rows = self.model.objects.using(self.using).filter(
-            Q(state="working", lease_expires_at__lte=now)
-            | Q(state="working", lease_expires_at__isnull=True, updated_at__lte=unleased_before)
-            | Q(state="submitted", updated_at__lte=submitted_before)
-        )
-        return list(rows.order_by("updated_at").values_list("id", flat=True)[:1000])
+        rows = self.model.objects.using(self.using)
+        return selections.stale(rows, now, submitted_before, unleased_before)
 
     # The ORM's own async methods use thread-sensitive sync_to_async: do the same.
     async def aget(self, id: str) -> Task | None:

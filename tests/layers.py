@@ -175,13 +175,10 @@ def parse(source: str, filename: str | Path = "<unknown>") -> ast.Module:
     mismatch": on 3.11 the check is not thread-safe (python/cpython#106905),
     and a background thread formatting a traceback (3.11 parses the failing
     line for its carets) can trip it while a test scans the package."""
-    for attempt in range(3):
-        try:
-            return ast.parse(source, filename=str(filename))
-        except SystemError:
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+    try:
+        return ast.parse(source, filename=str(filename))
+    except SystemError:
+        return ast.parse(source, filename=str(filename))
 
 
 def top_of(path: Path, package: Path) -> str:

@@ -184,7 +184,7 @@ def test_lifespan_starts_the_sweep_and_stops_it(app: Any, monkeypatch: Any) -> N
 
 @pytest.fixture
 def static() -> tuple[Any, Django]:
-    from toolnexus_django.serving.staticfiles import StaticFiles
+    from toolnexus_django.serving.asgi import StaticFiles
 
     django = Django()
     return StaticFiles(django), django

@@ -19,7 +19,7 @@ from ..lifecycle import states
 from ..lifecycle.messages import has_answer, message_text
 from ..stores import TaskStore
 from ..stores.base import Task, state_of
-from . import follow, listing, parts, pushops, v1
+from . import follow, listing, pushops, v1
 from .dialects import Dialect, render_task, resolve
 from .jsonrpc import (
     EXTENDED_CARD_NOT_CONFIGURED,
@@ -33,6 +33,7 @@ from .jsonrpc import (
 from .params import (
     blocking_asked,
     check_id_field,
+    check_parts,
     configuration_of,
     history_length_of,
     own_task,
@@ -202,7 +203,7 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
         raise RpcError(INVALID_PARAMS, "Invalid params: params.message must be an object")
     if dialect is Dialect.V10:
         message = v1.message_from_v1(message)
-    parts.check(message.get("parts"))
+    check_parts(message.get("parts"))
     for key in ("contextId", "taskId", "messageId"):
         check_id_field(message, key)
     configuration = configuration_of(params)

@@ -8,7 +8,8 @@ before the operation runs. So a value a database refuses or cannot hold —
 NUL in text, an id longer than its column, a number past the wire's int32,
 a moment outside datetime's range once in UTC — is the caller's mistake
 (-32602) on every method and binding, on SQLite and PostgreSQL alike, never
-a database error (-32603).
+a database error (-32603). A message's parts and ids are checked here too
+(:func:`check_parts`, :func:`check_id_field`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import lifecycle
+from ..lifecycle.public import problem
 from ..stores import TaskStore
 from ..stores.base import Task, parse_instant
 from . import v1
@@ -167,6 +169,22 @@ def check_id_field(message: dict[str, Any], key: str) -> None:
     if not isinstance(value, str) or not value:
         raise RpcError(INVALID_PARAMS, f"Invalid params: message.{key} must be a non-empty string")
     read_text(value, f"message.{key}")
+
+
+def check_parts(parts: Any, where: str = "params.message.parts") -> list[dict[str, Any]]:
+    """A message's ``parts`` if every one is valid (what a valid part is:
+    ``lifecycle.public``); otherwise -32602 naming the first bad one."""
+    if not isinstance(parts, list):
+        raise RpcError(INVALID_PARAMS, f"Invalid params: {where} must be an array")
+    for index, part in enumerate(parts):
+        reason = problem(part)
+        if reason is not None:
+            raise RpcError(
+                INVALID_PARAMS,
+                f"Invalid params: {where}[{index}] {reason}",
+                data={"field": f"{where}[{index}]"},
+            )
+    return parts
 
 
 def configuration_of(params: dict[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from .params import (
     configuration_of,
     history_length_of,
     own_task,
+    push_config_of,
     read_query,
     read_task_id,
 )
@@ -209,7 +210,9 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
     configuration = configuration_of(params)
     history_length = history_length_of(configuration.get("historyLength"))
     blocking = not streaming and blocking_asked(configuration, dialect)
-    push = pushops.inline_spec(configuration, ctx, dialect)  # checked before anything is saved
+    inline = push_config_of(configuration, dialect)
+    # Checked before anything is saved.
+    push = pushops.inline_spec(inline, ctx, dialect) if inline is not None else None
 
     # Where a waiting request holds a server thread, take a slot before
     # anything is saved, so a refusal leaves no Task behind.

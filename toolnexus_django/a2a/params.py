@@ -196,6 +196,13 @@ def configuration_of(params: dict[str, Any]) -> dict[str, Any]:
     return configuration
 
 
+def push_config_of(configuration: dict[str, Any], dialect: Dialect) -> Any:
+    """The push config a send's ``configuration`` carries inline, or None
+    (a send without one never enters ``pushops``)."""
+    key = "taskPushNotificationConfig" if dialect is Dialect.V10 else "pushNotificationConfig"
+    return configuration.get(key) or None
+
+
 def blocking_asked(configuration: dict[str, Any], dialect: Dialect) -> bool:
     """Whether a send waits for the Task to stop (terminal or waiting on a
     person). v0.3: ``blocking``, true

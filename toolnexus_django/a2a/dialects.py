@@ -27,7 +27,7 @@ client's mistake, and -32009 says so.
 Rendering starts from the lifecycle's allow-list (``lifecycle.public``): only
 public keys leave the server, whatever a store or a later feature adds. The
 toolnexus and v0.3 dialects are the canonical shape the stores keep; v1.0's
-shapes are written at the end of this module (read, on the way in, by ``v1``).
+shapes are written at the end of this module (read, on the way in, by ``params``).
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ def artifact_event(task: Task, artifact: dict[str, Any], dialect: Dialect) -> di
     }
 
 
-# -- rendering in v1.0: canonical -> v1.0 shapes (the way in, v1.0 -> canonical: ``v1``) --
+# -- rendering in v1.0: canonical -> v1.0 (the way in, v1.0 -> canonical: ``params``) ----
 #
 # The names follow the official a2a-sdk (``a2a.types.a2a_pb2``, rendered by
 # protobuf's JSON mapping): ``TASK_STATE_*`` states, ``ROLE_USER``/``ROLE_AGENT``,

@@ -19,7 +19,7 @@ from ..lifecycle import states
 from ..lifecycle.messages import has_answer, message_text
 from ..stores import TaskStore
 from ..stores.base import Task, state_of
-from . import follow, listing, pushops, v1
+from . import follow, listing, pushops
 from .dialects import Dialect, render_task, resolve
 from .jsonrpc import (
     EXTENDED_CARD_NOT_CONFIGURED,
@@ -36,6 +36,7 @@ from .params import (
     check_parts,
     configuration_of,
     history_length_of,
+    message_from_v1,
     own_task,
     push_config_of,
     read_query,
@@ -203,7 +204,7 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
     if not isinstance(message, dict):
         raise RpcError(INVALID_PARAMS, "Invalid params: params.message must be an object")
     if dialect is Dialect.V10:
-        message = v1.message_from_v1(message)
+        message = message_from_v1(message)
     check_parts(message.get("parts"))
     for key in ("contextId", "taskId", "messageId"):
         check_id_field(message, key)

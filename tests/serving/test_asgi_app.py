@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from toolnexus_django.asgi import AgentApplication
+from toolnexus_django.stores import get_task_store
 
 RPC_PATH = "/agent/"
 CARD_PATH = "/agent/.well-known/agent-card.json"
@@ -181,8 +182,6 @@ def test_what_a_request_binds_once_follows_the_settings_as_they_change(
     assert call(agent, scope(RPC_PATH), body)[0] == 401
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_PERMISSION_CLASSES": []}
     assert json.loads(call(agent, scope(RPC_PATH), body)[2])["error"]["code"] == -32001
-    from toolnexus_django.stores import get_task_store
-
     get_task_store().save({"id": "x", "status": {"state": "completed"}})
     found = json.loads(call(agent, scope(RPC_PATH), body)[2])
     assert found["result"]["id"] == "x"

@@ -26,11 +26,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(autouse=True)
 def _no_other_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The poller's beat finds this process's moves in the event log too (it
-    cannot tell them from another process's) and has the waiter read once
+    """The poller's beat finds this process's moves in the event log too; a
+    beat between a move's commit and its hand-over has the waiter read once
     more — whenever a test outlasts a beat, as on PostgreSQL. These tests are
-    about local moves: the poller finds nothing (its own tests are elsewhere)."""
-    monkeypatch.setattr(wakeups.Hub, "_moved_in", lambda self, store, watched: set())
+    about local moves: the poller finds nothing (its own tests are in
+    tests/lifecycle/test_wakeups.py)."""
+    monkeypatch.setattr(wakeups.Hub, "_moved_in", lambda self, store, watched: {})
 
 
 class CountingStore(DjangoTaskStore):

@@ -331,17 +331,20 @@ class DjangoTaskStore(TaskStore):
         )
         return [{**row, "at": _iso(row["at"])} for row in rows]
 
-    def changes_since(self, cursor: Any) -> tuple[Any, set[str]] | None:
+    def changes_since(self, cursor: Any) -> tuple[Any, dict[str, int]] | None:
         rows = self.event_model.objects.using(self.using)
         if cursor is None:
             last = rows.order_by("-id").values_list("id", flat=True).first()
-            return (last or 0), set()
+            return (last or 0), {}
         found = list(
-            rows.filter(id__gt=cursor).order_by("id").values_list("id", "task_id")[:10_000]
+            rows.filter(id__gt=cursor).order_by("id").values_list("id", "task_id", "seq")[:10_000]
         )
         if not found:
-            return cursor, set()
-        return found[-1][0], {task_id for _, task_id in found}
+            return cursor, {}
+        newest: dict[str, int] = {}
+        for _, task_id, seq in found:
+            newest[task_id] = max(seq, newest.get(task_id, 0))
+        return found[-1][0], newest
 
     def waiting_ids(self, expired_by: datetime | None = None) -> list[str]:
         return selections.waiting(self.model.objects.using(self.using), expired_by)

@@ -22,6 +22,7 @@ import toolnexus
 from toolnexus.client import ProviderError
 
 from ..runtime.threads import current_budget
+from .keepalive import KeptConnections
 
 #: How much of a body is read per call (the bound is checked after each).
 CHUNK = 64 * 1024
@@ -101,13 +102,39 @@ class BoundedTransport:
     def __init__(self, max_bytes: int, style: str = "openai") -> None:
         self.max_bytes = max_bytes
         self.style = style
+        self._kept = KeptConnections()
 
     def post(
         self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
     ) -> dict[str, Any]:
+        if KeptConnections.direct(url):
+            body = self._post_kept(url, headers, payload, timeout)
+            if body is not None:
+                return parse_answer(body, self.style)
         with self._open(url, headers, payload, timeout) as response:
             body = read_bounded(response, self.max_bytes)
         return parse_answer(body, self.style)
+
+    def _post_kept(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
+    ) -> bytes | None:
+        """The answer's body, over a kept-open connection (None: a redirect,
+        for urllib to follow)."""
+        data = json.dumps(payload).encode("utf-8")
+        response = self._kept.post(url, headers, data, timeout)
+        if response is None:
+            return None
+        whole = False
+        try:
+            if response.status >= 400:
+                text = read_bounded(response, self.max_bytes, cut=True).decode("utf-8", "replace")
+                retry_after = response.headers.get("Retry-After")
+                raise ProviderError(response.status, text, retry_after)
+            body = read_bounded(response, self.max_bytes)
+            whole = True
+            return body
+        finally:
+            self._kept.done(response, whole=whole)
 
     def open(
         self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float

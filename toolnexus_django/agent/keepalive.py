@@ -13,6 +13,7 @@ no, or :meth:`post` returns None, and the caller sends it through urllib.
 
 from __future__ import annotations
 
+import functools
 import http.client
 import threading
 import urllib.error
@@ -40,8 +41,7 @@ class KeptConnections:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             return False
-        proxies = urllib.request.getproxies()
-        return parts.scheme not in proxies or bool(urllib.request.proxy_bypass(parts.hostname))
+        return parts.scheme not in _proxies() or bool(urllib.request.proxy_bypass(parts.hostname))
 
     def post(
         self, url: str, headers: dict[str, str], data: bytes, timeout: float
@@ -91,6 +91,13 @@ class KeptConnections:
             self._kept()[origin] = conn
         else:
             conn.close()
+
+
+@functools.cache
+def _proxies() -> dict[str, str]:
+    """The proxies the environment names, read once per process, as urllib's
+    ``urlopen`` does (its opener is built at the first call)."""
+    return urllib.request.getproxies()
 
 
 class _Stale(Exception):

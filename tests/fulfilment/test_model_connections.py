@@ -50,7 +50,7 @@ class _Answer(BaseHTTPRequestHandler):
         super().setup()
         self.server.connections += 1
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers["Content-Length"]))
         self.server.requests.append(dict(self.headers))
         body = json.dumps(ANSWER if self.server.status == 200 else {"error": "busy"}).encode()

@@ -122,3 +122,24 @@ def test_a_run_makes_two_trips_to_the_database_threads(configure: Any, fake_llm:
     stored = store.get(task["id"])
     assert stored is not None and stored["artifacts"][0]["parts"][0]["text"] == "filed: EXP-1"
     assert [e["kind"] for e in store.events(task["id"])] == ["submit", "claim", "complete"]
+
+
+def test_a_run_claims_from_the_version_handed_over_without_reading_it(
+    configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm, store="django")
+    fake_llm.push(Text("filed: EXP-1"), Text("filed: EXP-2"))
+    store = CountingStore()
+    task = submitted(store)
+    db = runner.CallerThread()
+    run = runner.fulfil(task["id"], store, db, known=task)
+    assert db.serve(get_runtime().run_coroutine(run)) == "completed"
+    assert store.gets == 0  # claimed from the submitted version as handed over
+
+    # An outdated version (the Task moved since): its claim loses, the run
+    # reads the Task and claims from that, as without it.
+    task = submitted(store)
+    outdated = {**task, "_private": {**task["_private"], "revision": -1}}
+    run = runner.fulfil(task["id"], store, db, known=outdated)
+    assert db.serve(get_runtime().run_coroutine(run)) == "completed"
+    assert store.gets == 1

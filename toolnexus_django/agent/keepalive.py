@@ -2,8 +2,8 @@
 
 urllib opens a connection for every request and closes it after (``Connection:
 close``): a model call paid a TCP connect, urllib's handler chain and the
-teardown, on the model's side too. :class:`KeptConnections` keeps one
-connection per IO thread and origin and sends the POSTs over it, the way
+teardown, on the model's side too. :class:`KeptConnections` keeps the
+connections open between calls and sends the POSTs over them, the way
 urllib would send them (its headers, its ``User-Agent``, its wrapping of a
 failed send in ``URLError``), so toolnexus's retries and this app's failure
 words see the same errors. What urllib does that this does not — a proxy
@@ -26,13 +26,20 @@ USER_AGENT = urllib.request.OpenerDirector().addheaders[0][1]
 
 Origin = tuple[str, str, int | None]
 
+#: The most idle connections kept per origin (more are closed after their call).
+MAX_IDLE = 16
+
 
 class KeptConnections:
-    """One kept-open connection per (thread, origin); a thread's calls are
-    sequential, so a connection carries one request at a time."""
+    """Idle connections per origin, shared by the IO threads: a call takes
+    one (the last put back) or opens one, and puts it back when its answer
+    was read to the end — at most ``max_idle`` wait per origin, the rest
+    are closed. A connection carries one request at a time."""
 
-    def __init__(self) -> None:
-        self._local = threading.local()
+    def __init__(self, max_idle: int = MAX_IDLE) -> None:
+        self.max_idle = max_idle
+        self._lock = threading.Lock()
+        self._idle: dict[Origin, list[http.client.HTTPConnection]] = {}
 
     @staticmethod
     def direct(url: str) -> bool:
@@ -52,12 +59,11 @@ class KeptConnections:
         meanwhile is replaced once, before anything was answered on it."""
         parts = urlsplit(url)
         origin: Origin = (parts.scheme, parts.hostname or "", parts.port)
-        kept = self._kept()
         fields = {"User-Agent": USER_AGENT, "Content-Type": "application/x-www-form-urlencoded"}
         fields.update((k.title(), v) for k, v in headers.items())
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         while True:
-            conn = kept.pop(origin, None)
+            conn = self._take(origin)
             reused = conn is not None
             if conn is None:
                 conn = _connect(parts, timeout)
@@ -76,9 +82,10 @@ class KeptConnections:
             response.kept = (origin, conn)  # type: ignore[attr-defined]
             return response
 
-    def _kept(self) -> dict[Origin, http.client.HTTPConnection]:
-        kept: dict[Origin, http.client.HTTPConnection] = self._local.__dict__.setdefault("kept", {})
-        return kept
+    def _take(self, origin: Origin) -> http.client.HTTPConnection | None:
+        with self._lock:
+            idle = self._idle.get(origin)
+            return idle.pop() if idle else None
 
     def done(self, response: Any, *, whole: bool) -> None:
         """``response`` was read (``whole``: to its end): keep its connection
@@ -88,9 +95,12 @@ class KeptConnections:
             return
         origin, conn = kept
         if whole and not response.will_close and response.isclosed():
-            self._kept()[origin] = conn
-        else:
-            conn.close()
+            with self._lock:
+                idle = self._idle.setdefault(origin, [])
+                if len(idle) < self.max_idle:
+                    idle.append(conn)
+                    return
+        conn.close()
 
 
 @functools.cache

@@ -143,3 +143,33 @@ def test_a_run_claims_from_the_version_handed_over_without_reading_it(
     run = runner.fulfil(task["id"], store, db, known=outdated)
     assert db.serve(get_runtime().run_coroutine(run)) == "completed"
     assert store.gets == 1
+
+
+def test_a_made_up_context_has_no_conversation_to_read(
+    configure: Any, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A send without a contextId gets a new one: its run reads no
+    conversation (none can have it yet); a send naming one reads it."""
+    from toolnexus_django.agent.conversations import DjangoConversationStore
+
+    configure(fake_llm, store="django")
+    fake_llm.push(Text("filed: EXP-1"), Text("filed: EXP-2"))
+    reads: list[str] = []
+    real = DjangoConversationStore.get_sync
+    monkeypatch.setattr(
+        DjangoConversationStore, "get_sync", lambda self, key: reads.append(key) or real(self, key)
+    )
+    store = DjangoTaskStore()
+    db = runner.CallerThread()
+    task = submitted(store)
+    assert db.serve(get_runtime().run_coroutine(runner.fulfil(task["id"], store, db))) == (
+        "completed"
+    )
+    assert reads == []
+    message = {"messageId": str(uuid.uuid4()), "role": "user", "contextId": task["contextId"]}
+    message["parts"] = [{"kind": "text", "text": "and another"}]
+    again = lifecycle.submit(store, message, owner=None, text="and another").task
+    assert db.serve(get_runtime().run_coroutine(runner.fulfil(again["id"], store, db))) == (
+        "completed"
+    )
+    assert reads == [f"-/{task['contextId']}"]

@@ -92,8 +92,11 @@ async def fulfil(task_id: str, store: TaskStore, db: Db, *, known: Task | None =
 def _prepare(toolkit: Any, claimed: Task) -> tuple[Any, Any, Any]:
     """What a claimed run starts from: the conversation so far, the run's
     context and the tools its owner is offered."""
-    owner = lifecycle.owner_of(claimed)
-    history = conversations.load(get_conversation_store(), owner, claimed.get("contextId"))
+    private = lifecycle.read(claimed)
+    owner = private.owner
+    # A contextId the send made up has no conversation yet: nothing to read.
+    context = None if private.new_context else claimed.get("contextId")
+    history = conversations.load(get_conversation_store(), owner, context)
     run, offered = prepare_run(
         toolkit, task_id=claimed["id"], context_id=claimed.get("contextId"), owner_id=owner
     )

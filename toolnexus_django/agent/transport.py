@@ -5,7 +5,8 @@ this app wraps it (``http_transport``, toolnexus's public hook):
   the run (``RUN_TIMEOUT``), around whichever transport is configured;
 - :class:`BoundedTransport` is the default transport: it reads at most
   ``MAX_MODEL_RESPONSE_BYTES`` of an answer (and of an HTTP error's body)
-  and hands toolnexus only an answer of the shape it reads;
+  and hands toolnexus only an answer of the shape it reads, over kept-open
+  connections (:class:`KeptConnections`);
 - a model's answer it refuses raises a :class:`ModelAnswerError`, whose
   message says what is wrong in words (it becomes the failed Task's status
   message; the bytes that were wrong go to the log only).
@@ -13,36 +14,35 @@ this app wraps it (``http_transport``, toolnexus's public hook):
 
 from __future__ import annotations
 
+import functools
 import json
+import threading
 import urllib.error
 import urllib.request
+from http.client import BadStatusLine, HTTPConnection, HTTPResponse, HTTPSConnection
 from typing import Any
+from urllib.parse import urlsplit
 
 import toolnexus
 from toolnexus.client import ProviderError
 
 from ..runtime.threads import current_budget
-from .keepalive import KeptConnections
 
 #: How much of a body is read per call (the bound is checked after each).
 CHUNK = 64 * 1024
 
 
 class AbandonedCall(TimeoutError):
-    """A model call was about to start for a run that is already over.
-
-    A TimeoutError, so toolnexus handles it like a network timeout."""
+    """A model call was about to start for a run that is already over (a
+    TimeoutError, so toolnexus handles it like a network timeout)."""
 
 
 class BudgetedTransport:
     """toolnexus's HTTP transport (or the one configured), with each model
-    call's timeout clamped to what is left of the run's budget.
-
-    Works around toolnexus: it derives the per-request urllib timeout from its
-    own ``timeout_ms`` (or 120 s without one) and knows nothing of
-    RUN_TIMEOUT, and a blocked urllib call cannot be interrupted; so a silent
-    model would hold an IO thread long after the run gave up. ``http_transport``
-    is its public hook; this only delegates, with a shorter timeout.
+    call's timeout clamped to what is left of the run's budget. Works around
+    toolnexus: its per-request timeout knows nothing of RUN_TIMEOUT, and a
+    blocked call cannot be interrupted (a silent model would hold an IO thread
+    long after the run gave up); this only delegates, with a shorter timeout.
     """
 
     def __init__(self, inner: Any = None) -> None:
@@ -118,8 +118,7 @@ class BoundedTransport:
     def _post_kept(
         self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
     ) -> bytes | None:
-        """The answer's body, over a kept-open connection (None: a redirect,
-        for urllib to follow)."""
+        """The answer's body, over a kept-open connection (None: a redirect)."""
         data = json.dumps(payload).encode("utf-8")
         response = self._kept.post(url, headers, data, timeout)
         if response is None:
@@ -173,6 +172,116 @@ def read_bounded(response: Any, limit: int, *, cut: bool = False) -> bytes:
     if cut:
         return bytes(body[:limit])
     raise ModelAnswerTooLarge(limit)
+
+
+#: What urllib's opener sends as User-Agent (``Python-urllib/3.x``).
+USER_AGENT = urllib.request.OpenerDirector().addheaders[0][1]
+
+Origin = tuple[str, str, int | None]
+
+MAX_IDLE = 16  # idle connections kept per origin (more are closed after their call)
+
+
+class KeptConnections:
+    """Model calls over kept-open HTTP/1.1 connections, not urllib's one per
+    call (a TCP connect, its handler chain and the teardown each time), sent
+    and failing as urllib's (its headers and User-Agent, a failed send as
+    ``URLError``). Idle connections are shared per origin, the last put back
+    taken first, at most ``max_idle`` kept; a proxy from the environment and
+    a redirect are left to urllib (:meth:`direct`; :meth:`post` gives None)."""
+
+    def __init__(self, max_idle: int = MAX_IDLE) -> None:
+        self.max_idle = max_idle
+        self._lock = threading.Lock()
+        self._idle: dict[Origin, list[HTTPConnection]] = {}
+
+    @staticmethod
+    def direct(url: str) -> bool:
+        """Whether ``url`` goes straight to its host (http(s), no proxy for it)."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return False
+        return parts.scheme not in _proxies() or bool(urllib.request.proxy_bypass(parts.hostname))
+
+    def post(
+        self, url: str, headers: dict[str, str], data: bytes, timeout: float
+    ) -> HTTPResponse | None:
+        """The response to POSTing ``data``, for the caller to read, then
+        :meth:`done`; None for a redirect. A kept connection the server closed
+        meanwhile is replaced once, before anything was answered on it."""
+        parts = urlsplit(url)
+        origin: Origin = (parts.scheme, parts.hostname or "", parts.port)
+        fields = {"User-Agent": USER_AGENT, "Content-Type": "application/x-www-form-urlencoded"}
+        fields.update((k.title(), v) for k, v in headers.items())
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        while True:
+            with self._lock:
+                idle = self._idle.get(origin)
+                conn = idle.pop() if idle else None
+            reused = conn is not None
+            if conn is None:
+                kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
+                conn = kind(parts.hostname or "", parts.port, timeout=timeout)
+            conn.timeout = timeout
+            if conn.sock is not None:
+                conn.sock.settimeout(timeout)
+            try:
+                response = _send(conn, path, fields, data)
+            except _Stale:
+                if reused:
+                    continue  # the server closed it while it was kept: once more, anew
+                raise
+            if 300 <= response.status < 400:
+                conn.close()
+                return None
+            response.kept = (origin, conn)  # type: ignore[attr-defined]
+            return response
+
+    def done(self, response: Any, *, whole: bool) -> None:
+        """``response`` was read (``whole``: to its end): keep its connection, else close it."""
+        kept: tuple[Origin, HTTPConnection] | None = getattr(response, "kept", None)
+        if kept is None:
+            return
+        origin, conn = kept
+        if whole and not response.will_close and response.isclosed():
+            with self._lock:
+                idle = self._idle.setdefault(origin, [])
+                if len(idle) < self.max_idle:
+                    idle.append(conn)
+                    return
+        conn.close()
+
+
+@functools.cache
+def _proxies() -> dict[str, str]:
+    """The environment's proxies, read once, as ``urlopen`` does (its opener is built once)."""
+    return urllib.request.getproxies()
+
+
+class _Stale(Exception):
+    """A kept connection failed before anything was answered on it."""
+
+
+def _send(conn: HTTPConnection, path: str, fields: dict[str, str], data: bytes) -> HTTPResponse:
+    """POST over ``conn``, failing as urllib does (a failed send as ``URLError``);
+    on a connection used before, signs the server closed it are :class:`_Stale`."""
+    reused = conn.sock is not None
+    try:
+        try:
+            conn.request("POST", path, body=data, headers=fields)
+        except OSError as err:
+            if reused:
+                raise _Stale from err
+            raise urllib.error.URLError(err)  # noqa: B904 (urllib's own words)
+        try:
+            return conn.getresponse()
+        except (ConnectionError, BadStatusLine) as err:
+            if reused:
+                raise _Stale from err
+            raise
+    except BaseException:
+        conn.close()
+        raise
 
 
 class BoundedResponse:

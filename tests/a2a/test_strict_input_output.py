@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from toolnexus_django.a2a import parts
 from toolnexus_django.a2a.dialects import Dialect, render_task
 from toolnexus_django.a2a.jsonrpc import MAX_NESTING, RpcError, parse_request
 from toolnexus_django.agent.conversations import conversation_key, split_key
 from toolnexus_django.bounds import bound_history, bound_transcript, cut_text
+from toolnexus_django.lifecycle import public as parts
 from toolnexus_django.strictjson import StorageJSONEncoder, dumps
 
 

@@ -152,6 +152,18 @@ def test_the_grace_is_one_setting(settings: Any, monkeypatch: pytest.MonkeyPatch
         assert runtime.grace_seconds() == 7.0  # still read, for one release
 
 
+@pytest.mark.parametrize("value", ["ten", "-1", "nan"])
+def test_a_bad_old_grace_variable_is_ignored_with_a_warning_not_a_crash(
+    value: str, settings: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # grace_seconds() is read while the server stops: raising there loses the graceful stop.
+    settings.TOOLNEXUS = {k: v for k, v in settings.TOOLNEXUS.items() if k != "GRACE_SECONDS"}
+    monkeypatch.setenv("TOOLNEXUS_GRACE", value)
+    with pytest.warns(DeprecationWarning), caplog.at_level("WARNING", "toolnexus_django.runtime"):
+        assert runtime.grace_seconds() == 10.0  # the setting's default applies
+    assert "TOOLNEXUS_GRACE" in caplog.text and "ignored" in caplog.text
+
+
 @pytest.mark.django_db(transaction=True)
 def test_an_announced_stop_holds_back_a_start_until_it_is_carried_out() -> None:
     runtime.stop_by(time.monotonic())  # a quick stop signal, while booting

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from toolnexus_django.asgi import AgentApplication
+from toolnexus_django.stores import get_task_store
 
 RPC_PATH = "/agent/"
 CARD_PATH = "/agent/.well-known/agent-card.json"
@@ -156,6 +157,38 @@ def test_drf_refuses_an_anonymous_caller_as_drf_does(app: Any, settings: Any) ->
     assert json.loads(reply) == {"detail": "Authentication credentials were not provided."}
 
 
+def test_what_a_request_binds_once_follows_the_settings_as_they_change(
+    app: Any, settings: Any
+) -> None:
+    """The endpoint looks its store and DRF classes up once per process
+    (``serving.endpoint.bound``), not per request: a change of REST_FRAMEWORK
+    (DRF's default classes) or of TOOLNEXUS is still seen at the next request."""
+    agent, _ = app
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}'
+    settings.TOOLNEXUS = {
+        **settings.TOOLNEXUS,
+        "STORE": "memory",
+        "AUTHENTICATION_CLASSES": None,  # DRF's defaults
+        "PERMISSION_CLASSES": None,
+    }
+    drf = {**getattr(settings, "REST_FRAMEWORK", {})}
+    settings.REST_FRAMEWORK = {**drf, "DEFAULT_AUTHENTICATION_CLASSES": []}  # DRF not needed
+    assert json.loads(call(agent, scope(RPC_PATH), body)[2])["error"]["code"] == -32001
+    settings.REST_FRAMEWORK = {
+        **drf,
+        "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.BasicAuthentication"],
+        "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    }
+    assert call(agent, scope(RPC_PATH), body)[0] == 401
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_PERMISSION_CLASSES": []}
+    assert json.loads(call(agent, scope(RPC_PATH), body)[2])["error"]["code"] == -32001
+    get_task_store().save({"id": "x", "status": {"state": "completed"}})
+    found = json.loads(call(agent, scope(RPC_PATH), body)[2])
+    assert found["result"]["id"] == "x"
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "STORE": "memory"}  # a new in-memory store
+    assert json.loads(call(agent, scope(RPC_PATH), body)[2])["error"]["code"] == -32001
+
+
 def test_lifespan_starts_the_sweep_and_stops_it(app: Any, monkeypatch: Any) -> None:
     agent, _ = app
     calls: list[str] = []
@@ -184,7 +217,7 @@ def test_lifespan_starts_the_sweep_and_stops_it(app: Any, monkeypatch: Any) -> N
 
 @pytest.fixture
 def static() -> tuple[Any, Django]:
-    from toolnexus_django.serving.staticfiles import StaticFiles
+    from toolnexus_django.serving.asgi import StaticFiles
 
     django = Django()
     return StaticFiles(django), django

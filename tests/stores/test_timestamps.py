@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from tests.corpus.hostile_params import BAD_TIMESTAMPS
-from toolnexus_django.a2a import v1
+from toolnexus_django.a2a import dialects
 from toolnexus_django.a2a.jsonrpc import RpcError
 from toolnexus_django.a2a.params import read_timestamp
 from toolnexus_django.stores.base import parse_instant
@@ -61,7 +61,7 @@ def test_a_clients_unreadable_or_out_of_range_timestamp_is_refused(text: str) ->
 
 
 def test_v1_renders_utc_with_z_and_leaves_out_what_utc_cannot_hold() -> None:
-    assert v1.timestamp("2026-01-02T03:04:05.5+01:00") == "2026-01-02T02:04:05.500Z"
-    assert v1.timestamp("2026-01-02T03:04:05") == "2026-01-02T03:04:05.000Z"
-    assert v1.timestamp("0001-01-01T00:00:00+01:00") is None  # before year 1 in UTC
-    assert v1.timestamp("yesterday") is None
+    assert dialects.timestamp("2026-01-02T03:04:05.5+01:00") == "2026-01-02T02:04:05.500Z"
+    assert dialects.timestamp("2026-01-02T03:04:05") == "2026-01-02T03:04:05.000Z"
+    assert dialects.timestamp("0001-01-01T00:00:00+01:00") is None  # before year 1 in UTC
+    assert dialects.timestamp("yesterday") is None

@@ -25,18 +25,20 @@ A v1.0-only name with no version at all is v1.0: no other dialect uses it
 client's mistake, and -32009 says so.
 
 Rendering starts from the lifecycle's allow-list (``lifecycle.public``): only
-public keys leave the server, whatever a store or a later feature adds.
+public keys leave the server, whatever a store or a later feature adds. The
+toolnexus and v0.3 dialects are the canonical shape the stores keep; v1.0's
+shapes are written at the end of this module (read, on the way in, by ``params``).
 """
 
 from __future__ import annotations
 
 import enum
 import re
+from datetime import UTC
 from typing import Any
 
 from ..lifecycle.public import public_artifact, public_status, public_task
-from ..stores.base import Task
-from . import v1
+from ..stores.base import Task, parse_instant
 from .jsonrpc import METHOD_NOT_FOUND, VERSION_NOT_SUPPORTED, RpcError
 
 
@@ -177,7 +179,7 @@ def render_task(
     if not include_artifacts:
         out.pop("artifacts", None)
     if dialect is Dialect.V10:
-        return v1.task_to_v1(out)
+        return task_to_v1(out)
     return out
 
 
@@ -203,7 +205,7 @@ def status_update(
             "statusUpdate": {
                 "taskId": task["id"],
                 "contextId": task.get("contextId") or "",
-                "status": v1.status_to_v1(status),
+                "status": status_to_v1(status),
             }
         }
     return {
@@ -228,7 +230,7 @@ def artifact_event(task: Task, artifact: dict[str, Any], dialect: Dialect) -> di
             "artifactUpdate": {
                 "taskId": task["id"],
                 "contextId": task.get("contextId") or "",
-                "artifact": v1.artifact_to_v1(artifact),
+                "artifact": artifact_to_v1(artifact),
                 "append": False,
                 "lastChunk": True,
             }
@@ -241,3 +243,115 @@ def artifact_event(task: Task, artifact: dict[str, Any], dialect: Dialect) -> di
         "append": False,
         "lastChunk": True,
     }
+
+
+# -- rendering in v1.0: canonical -> v1.0 (the way in, v1.0 -> canonical: ``params``) ----
+#
+# The names follow the official a2a-sdk (``a2a.types.a2a_pb2``, rendered by
+# protobuf's JSON mapping): ``TASK_STATE_*`` states, ``ROLE_USER``/``ROLE_AGENT``,
+# parts without ``kind`` (``text`` | ``data`` | ``raw`` | ``url``, plus
+# ``mediaType``/``filename``/``metadata``), RFC 3339 timestamps with a zone.
+
+STATE_TO_V1: dict[str, str] = {
+    "submitted": "TASK_STATE_SUBMITTED",
+    "working": "TASK_STATE_WORKING",
+    "input-required": "TASK_STATE_INPUT_REQUIRED",
+    "auth-required": "TASK_STATE_AUTH_REQUIRED",
+    "completed": "TASK_STATE_COMPLETED",
+    "failed": "TASK_STATE_FAILED",
+    "canceled": "TASK_STATE_CANCELED",
+    "rejected": "TASK_STATE_REJECTED",
+}
+ROLE_TO_V1 = {"user": "ROLE_USER", "agent": "ROLE_AGENT"}
+#: The SDK's marker for a v0.3 data part that wraps a non-object value.
+DATA_PART_COMPAT = "data_part_compat"
+
+
+def timestamp(value: Any) -> str | None:
+    """An RFC 3339 UTC timestamp with a zone (``...Z``), or None if unreadable."""
+    moment = parse_instant(value)
+    if moment is None:
+        return None
+    try:
+        text = moment.astimezone(UTC).isoformat(timespec="milliseconds")
+    except OverflowError:  # outside datetime's range once in UTC
+        return None
+    return text.replace("+00:00", "Z")
+
+
+def part_to_v1(part: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    kind = part.get("kind", "text" if "text" in part else None)
+    metadata = dict(part.get("metadata") or {})
+    if kind == "text":
+        out["text"] = part.get("text") or ""
+    elif kind == "data":
+        data = part.get("data")
+        if metadata.pop(DATA_PART_COMPAT, False) and isinstance(data, dict):
+            data = data.get("value")
+        out["data"] = data
+    elif kind == "file":
+        file = part.get("file") or {}
+        if "bytes" in file:
+            out["raw"] = file["bytes"]
+        else:
+            out["url"] = file.get("uri") or ""
+        if file.get("mimeType"):
+            out["mediaType"] = file["mimeType"]
+        if file.get("name"):
+            out["filename"] = file["name"]
+    else:
+        out = {k: v for k, v in part.items() if k not in ("kind", "metadata")}
+    if metadata:
+        out["metadata"] = metadata
+    return out
+
+
+def message_to_v1(message: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "messageId": message.get("messageId") or "",
+        "role": ROLE_TO_V1.get(str(message.get("role")), "ROLE_UNSPECIFIED"),
+        "parts": [part_to_v1(p) for p in message.get("parts") or () if isinstance(p, dict)],
+    }
+    for key in ("contextId", "taskId", "metadata", "extensions", "referenceTaskIds"):
+        if message.get(key):
+            out[key] = message[key]
+    return out
+
+
+def artifact_to_v1(artifact: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "artifactId": artifact.get("artifactId") or "",
+        "parts": [part_to_v1(p) for p in artifact.get("parts") or () if isinstance(p, dict)],
+    }
+    for key in ("name", "description", "metadata", "extensions"):
+        if artifact.get(key):
+            out[key] = artifact[key]
+    return out
+
+
+def status_to_v1(status: dict[str, Any]) -> dict[str, Any]:
+    state = str(status.get("state") or "")
+    out: dict[str, Any] = {"state": STATE_TO_V1.get(state, "TASK_STATE_UNSPECIFIED")}
+    if isinstance(status.get("message"), dict):
+        out["message"] = message_to_v1(status["message"])
+    when = timestamp(status.get("timestamp"))
+    if when is not None:
+        out["timestamp"] = when
+    return out
+
+
+def task_to_v1(task: dict[str, Any]) -> dict[str, Any]:
+    """A public canonical Task (see ``dialects.render_task``) in v1.0 shape."""
+    out: dict[str, Any] = {
+        "id": task["id"],
+        "contextId": task.get("contextId") or "",
+        "status": status_to_v1(task.get("status") or {}),
+    }
+    if task.get("artifacts"):
+        out["artifacts"] = [artifact_to_v1(a) for a in task["artifacts"]]
+    if task.get("history"):
+        out["history"] = [message_to_v1(m) for m in task["history"]]
+    if task.get("metadata"):
+        out["metadata"] = task["metadata"]
+    return out

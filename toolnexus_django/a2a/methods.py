@@ -19,7 +19,7 @@ from ..lifecycle import states
 from ..lifecycle.messages import has_answer, message_text
 from ..stores import TaskStore
 from ..stores.base import Task, state_of
-from . import follow, listing, parts, pushops, v1
+from . import follow, listing, pushops
 from .dialects import Dialect, render_task, resolve
 from .jsonrpc import (
     EXTENDED_CARD_NOT_CONFIGURED,
@@ -33,9 +33,12 @@ from .jsonrpc import (
 from .params import (
     blocking_asked,
     check_id_field,
+    check_parts,
     configuration_of,
     history_length_of,
+    message_from_v1,
     own_task,
+    push_config_of,
     read_query,
     read_task_id,
 )
@@ -201,14 +204,16 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
     if not isinstance(message, dict):
         raise RpcError(INVALID_PARAMS, "Invalid params: params.message must be an object")
     if dialect is Dialect.V10:
-        message = v1.message_from_v1(message)
-    parts.check(message.get("parts"))
+        message = message_from_v1(message)
+    check_parts(message.get("parts"))
     for key in ("contextId", "taskId", "messageId"):
         check_id_field(message, key)
     configuration = configuration_of(params)
     history_length = history_length_of(configuration.get("historyLength"))
     blocking = not streaming and blocking_asked(configuration, dialect)
-    push = pushops.inline_spec(configuration, ctx, dialect)  # checked before anything is saved
+    inline = push_config_of(configuration, dialect)
+    # Checked before anything is saved.
+    push = pushops.inline_spec(inline, ctx, dialect) if inline is not None else None
 
     # Where a waiting request holds a server thread, take a slot before
     # anything is saved, so a refusal leaves no Task behind.

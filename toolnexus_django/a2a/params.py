@@ -1,4 +1,5 @@
-"""Checking and reading the parameters the methods share.
+"""Reading what a request carries: its parameters checked, and an A2A v1.0
+message read into the canonical (toolnexus / v0.3) shape the stores keep.
 
 Every query parameter — what names a Task, a context, a push config, a page,
 a count or a moment — is read by one of the readers below, and
@@ -8,7 +9,9 @@ before the operation runs. So a value a database refuses or cannot hold —
 NUL in text, an id longer than its column, a number past the wire's int32,
 a moment outside datetime's range once in UTC — is the caller's mistake
 (-32602) on every method and binding, on SQLite and PostgreSQL alike, never
-a database error (-32603).
+a database error (-32603). A message's parts and ids are checked here too
+(:func:`check_parts`, :func:`check_id_field`), after a v1.0 one is read
+(:func:`message_from_v1`).
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import lifecycle
+from ..lifecycle.public import problem
 from ..stores import TaskStore
 from ..stores.base import Task, parse_instant
-from . import v1
-from .dialects import Dialect
+from .dialects import DATA_PART_COMPAT, STATE_TO_V1, Dialect
 from .jsonrpc import INVALID_PARAMS, TASK_NOT_FOUND, RpcError
 
 #: The longest id (a Task's, a context's, a message's, a push config's) a
@@ -101,7 +104,7 @@ def _page_size(value: Any, name: str) -> int:
 
 
 def _state(value: Any, name: str) -> str | None:
-    return v1.state_filter(value)  # "" and UNSPECIFIED: no filter
+    return state_filter(value)  # "" and UNSPECIFIED: no filter
 
 
 def _moment(value: Any, name: str) -> datetime | None:
@@ -169,6 +172,22 @@ def check_id_field(message: dict[str, Any], key: str) -> None:
     read_text(value, f"message.{key}")
 
 
+def check_parts(parts: Any, where: str = "params.message.parts") -> list[dict[str, Any]]:
+    """A message's ``parts`` if every one is valid (what a valid part is:
+    ``lifecycle.public``); otherwise -32602 naming the first bad one."""
+    if not isinstance(parts, list):
+        raise RpcError(INVALID_PARAMS, f"Invalid params: {where} must be an array")
+    for index, part in enumerate(parts):
+        reason = problem(part)
+        if reason is not None:
+            raise RpcError(
+                INVALID_PARAMS,
+                f"Invalid params: {where}[{index}] {reason}",
+                data={"field": f"{where}[{index}]"},
+            )
+    return parts
+
+
 def configuration_of(params: dict[str, Any]) -> dict[str, Any]:
     configuration = params.get("configuration")
     if configuration is None:
@@ -176,6 +195,13 @@ def configuration_of(params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(configuration, dict):
         raise RpcError(INVALID_PARAMS, "Invalid params: configuration must be an object")
     return configuration
+
+
+def push_config_of(configuration: dict[str, Any], dialect: Dialect) -> Any:
+    """The push config a send's ``configuration`` carries inline, or None
+    (a send without one never enters ``pushops``)."""
+    key = "taskPushNotificationConfig" if dialect is Dialect.V10 else "pushNotificationConfig"
+    return configuration.get(key) or None
 
 
 def blocking_asked(configuration: dict[str, Any], dialect: Dialect) -> bool:
@@ -202,3 +228,104 @@ def own_task(store: TaskStore, owner: str | None, task_id: str) -> Task:
     if task is None or lifecycle.owner_of(task) != owner:
         raise RpcError(TASK_NOT_FOUND, f"Task not found: {task_id[:100]}")
     return task
+
+
+# -- a v1.0 request read into the canonical shape (the way out: ``dialects``) ------------
+#
+# The names follow the official a2a-sdk (``a2a.types.a2a_pb2``, rendered by
+# protobuf's JSON mapping): ``TASK_STATE_*`` states, ``ROLE_USER``/``ROLE_AGENT``,
+# parts without ``kind`` (``text`` | ``data`` | ``raw`` | ``url``, plus
+# ``mediaType``/``filename``/``metadata``).
+
+STATE_FROM_V1: dict[str, str] = {v: k for k, v in STATE_TO_V1.items()}
+#: protobuf's JSON mapping also accepts an enum's number.
+STATE_NUMBERS: dict[int, str] = {
+    1: "submitted",
+    2: "working",
+    3: "completed",
+    4: "failed",
+    5: "canceled",
+    6: "input-required",
+    7: "rejected",
+    8: "auth-required",
+}
+ROLE_FROM_V1 = {"ROLE_USER": "user", "ROLE_AGENT": "agent", 1: "user", 2: "agent"}
+
+
+def state_filter(value: Any) -> str | None:
+    """A ``status`` filter of ListTasks as a canonical state (None: no filter)."""
+    if value in (None, "", 0, "TASK_STATE_UNSPECIFIED"):
+        return None
+    if isinstance(value, str) and value in STATE_FROM_V1:
+        return STATE_FROM_V1[value]
+    if isinstance(value, int) and not isinstance(value, bool) and value in STATE_NUMBERS:
+        return STATE_NUMBERS[value]
+    raise RpcError(INVALID_PARAMS, "Invalid params: status must be a TASK_STATE_* value")
+
+
+# -- incoming: v1.0 -> canonical --------------------------------------------------
+
+
+def _bad(what: str) -> RpcError:
+    return RpcError(INVALID_PARAMS, f"Invalid params: {what}")
+
+
+def part_from_v1(part: Any) -> dict[str, Any]:
+    if not isinstance(part, dict):
+        raise _bad("each part must be an object")
+    if "kind" in part:  # already canonical (lenient)
+        return dict(part)
+    metadata = part.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise _bad("part metadata must be an object")
+    out: dict[str, Any]
+    if "text" in part:
+        if not isinstance(part["text"], str):
+            raise _bad("a text part's text must be a string")
+        out = {"kind": "text", "text": part["text"]}
+    elif "data" in part:
+        data = part["data"]
+        if isinstance(data, dict):
+            out = {"kind": "data", "data": data}
+        else:
+            out = {"kind": "data", "data": {"value": data}}
+            metadata = {**(metadata or {}), DATA_PART_COMPAT: True}
+    elif "raw" in part or "url" in part:
+        key, target = ("raw", "bytes") if "raw" in part else ("url", "uri")
+        if not isinstance(part[key], str):
+            raise _bad(f"a file part's {key} must be a string")
+        file: dict[str, Any] = {target: part[key]}
+        if isinstance(part.get("mediaType"), str) and part["mediaType"]:
+            file["mimeType"] = part["mediaType"]
+        if isinstance(part.get("filename"), str) and part["filename"]:
+            file["name"] = part["filename"]
+        out = {"kind": "file", "file": file}
+    else:
+        raise _bad("a part needs one of text, data, raw or url")
+    if metadata:
+        out["metadata"] = metadata
+    return out
+
+
+def message_from_v1(message: dict[str, Any]) -> dict[str, Any]:
+    """An incoming v1.0 message in the canonical shape."""
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        raise _bad("params.message.parts must be an array")
+    role = message.get("role")
+    known = isinstance(role, (str, int)) and not isinstance(role, bool)
+    out: dict[str, Any] = {
+        "kind": "message",
+        "role": ROLE_FROM_V1.get(role, role if role in ("user", "agent") else "user")
+        if known
+        else "user",
+        "parts": [part_from_v1(p) for p in parts],
+    }
+    for key in ("messageId", "contextId", "taskId", "metadata", "extensions", "referenceTaskIds"):
+        if message.get(key) is not None:
+            out[key] = message[key]
+    # protobuf's JSON form writes an unset string as "": the same as absent.
+    for key in ("contextId", "taskId"):
+        if out.get(key) == "":
+            del out[key]
+    return out

@@ -82,15 +82,9 @@ def _create(
 # -- on a send ---------------------------------------------------------------------------
 
 
-def inline_spec(
-    configuration: dict[str, Any], ctx: CallContext, dialect: Dialect
-) -> PushConfigSpec | None:
-    """The config a send's ``configuration`` carries, checked (URL included)
-    before the Task is made, or None."""
-    key = "taskPushNotificationConfig" if dialect is Dialect.V10 else "pushNotificationConfig"
-    config = configuration.get(key)
-    if not config:
-        return None
+def inline_spec(config: Any, ctx: CallContext, dialect: Dialect) -> PushConfigSpec:
+    """The config a send carries inline (``params.push_config_of``), checked
+    (URL included) before the Task is made."""
     spec = parse_spec(config, dialect)
     _check(ctx, spec)
     return spec

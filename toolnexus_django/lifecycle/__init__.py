@@ -22,8 +22,8 @@ module                  holds
 :mod:`.events`          the event each move records
 :mod:`.requests`        who may answer a Request, what an answer must look like
 :mod:`.messages`        messages and parts in the canonical shape
-:mod:`.parts`           what a valid part is; safe rendering of stored ones
-:mod:`.public`          what of a Task anyone may see
+:mod:`.public`          what of a Task anyone may see: its public keys, its
+                        valid parts (what a valid part is)
 :mod:`.wakeups`         waking blocking sends and streams when a Task moves
 ======================  ==========================================================
 """

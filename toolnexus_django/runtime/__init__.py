@@ -64,7 +64,18 @@ def grace_seconds() -> float:
             DeprecationWarning,
             stacklevel=2,
         )
-        return float(env)
+        try:
+            seconds = float(env)
+        except ValueError:
+            seconds = -1.0
+        if seconds >= 0:  # NaN fails this too
+            return seconds
+        # Read while stopping: a typo must not turn a graceful stop into a crash.
+        logger.warning(
+            "%s=%r is not a number of seconds >= 0: ignored, GRACE_SECONDS applies",
+            DEPRECATED_GRACE_ENV,
+            env,
+        )
     return float(toolnexus_settings.GRACE_SECONDS)
 
 

@@ -47,11 +47,11 @@ from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 
 from .. import runtime
 from ..mcp.config import enabled as mcp_enabled
+from . import staticfiles
 from .card import serve_card
 from .endpoint import serve_rest, serve_rpc
 from .mcp import serve_mcp
 from .pipeline import JSON_HEADERS, respond
-from .staticfiles import StaticFiles
 from .urls import REST_ROUTES
 
 logger = logging.getLogger("toolnexus_django.asgi")
@@ -60,7 +60,7 @@ logger = logging.getLogger("toolnexus_django.asgi")
 def get_asgi_application(*, serve_static: bool = False) -> ASGI3Application:
     """The project's ASGI application with the agent's endpoint served lean
     (use it as ``asgi.py``'s ``application``); with ``serve_static``, static
-    files too (:mod:`.staticfiles`: what ``toolnexus_serve`` does)."""
+    files too (:class:`StaticFiles`: what ``toolnexus_serve`` does)."""
     # django-stubs types Django's handler with plain dicts, not asgiref's TypedDicts.
     app: ASGI3Application = AgentApplication(cast(ASGI3Application, django_asgi()))
     if serve_static:
@@ -199,4 +199,30 @@ async def _plain(send: ASGISendCallable, status: int, body: bytes, *, json: bool
     await respond(send, status, body, headers)
 
 
-__all__ = ["AgentApplication", "get_asgi_application"]
+class StaticFiles:
+    """An ASGI wrapper: GET/HEAD under STATIC_URL are answered by
+    :mod:`.staticfiles`, everything else goes to ``app`` (the prefix is
+    tested here, so no other request enters that module)."""
+
+    def __init__(self, app: ASGI3Application) -> None:
+        self.app = app
+        self._prefix: str | bool | None = False
+
+    def prefix(self) -> str | None:
+        if self._prefix is False:
+            self._prefix = staticfiles.static_prefix()
+        return self._prefix  # type: ignore[return-value]
+
+    async def __call__(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        if scope["type"] == "http" and scope.get("method") in ("GET", "HEAD"):
+            prefix = self.prefix()
+            path = scope.get("path", "")
+            if prefix is not None and path.startswith(prefix):
+                await staticfiles.serve_static(scope, send, path[len(prefix) :])
+                return
+        await self.app(scope, receive, send)
+
+
+__all__ = ["AgentApplication", "StaticFiles", "get_asgi_application"]

@@ -14,11 +14,14 @@ process can keep thousands open.
 from __future__ import annotations
 
 import logging
+import os
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
 from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, HTTPScope
 from django.conf import settings
+from django.core.signals import setting_changed
 
 from ..a2a.card import extended_card_builder
 from ..a2a.dialects import version_asked
@@ -36,7 +39,7 @@ from ..a2a.methods import Awaiting, CallContext, EventStream
 from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
 from ..conf import toolnexus_settings
 from ..runtime.dbthreads import run_sync
-from ..stores import get_task_store
+from ..stores import TaskStore, get_task_store
 from ..strictjson import dumps
 from .card import endpoint_url, respond_card
 from .handler import EndpointActions, handler
@@ -60,6 +63,59 @@ from .sse import stream_events
 logger = logging.getLogger("toolnexus_django.endpoint")
 
 
+@dataclass(frozen=True)
+class Bound:
+    """What every request here reads of the settings and of the process,
+    looked up on first use — not per request in ``conf``, the store's
+    registry and DRF's settings — and again in a forked child or after
+    ``TOOLNEXUS`` or ``REST_FRAMEWORK`` changes (``override_settings``)."""
+
+    store: TaskStore
+    read_timeout: float
+    authentication: list[Any]
+    #: Whether a request goes through DRF at all (:func:`.pipeline.needs_drf`).
+    drf: bool
+
+
+#: (pid, generation, binding); the generation counts the settings' changes,
+#: so a binding built from settings that changed meanwhile is not kept.
+_bound: tuple[int, int, Bound] | None = None
+_generation = 0
+
+
+def bound() -> Bound:
+    """This process's :class:`Bound`."""
+    global _bound
+    found = _bound
+    if found is not None and found[0] == os.getpid() and found[1] == _generation:
+        return found[2]
+    generation, authentication = _generation, rpc_authentication_classes()
+    binding = Bound(
+        store=get_task_store(),
+        read_timeout=float(toolnexus_settings.READ_TIMEOUT),
+        authentication=authentication,
+        drf=needs_drf(authentication, rpc_permission_classes()),
+    )
+    _bound = (os.getpid(), generation, binding)
+    return binding
+
+
+def forget_bound() -> None:
+    """Drop the binding: the next request binds the settings as they are."""
+    global _bound, _generation
+    _generation += 1
+    _bound = None
+
+
+def _drf_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting == "REST_FRAMEWORK":  # DRF's default classes
+        forget_bound()
+
+
+toolnexus_settings.on_reload(forget_bound)  # TOOLNEXUS (and DATABASES, TASKS): the store too
+setting_changed.connect(_drf_changed)
+
+
 def call_context(
     scope: HTTPScope, store: Any, request: Any, version: str | None, rpc_path: str
 ) -> CallContext:
@@ -72,9 +128,7 @@ def call_context(
         last_event_id=headers_of(scope).get("last-event-id"),
         held=None,  # waiting holds no thread here
         extended_card=(
-            extended_card_builder(
-                request, endpoint_url(scope, rpc_path), rpc_authentication_classes()
-            )
+            extended_card_builder(request, endpoint_url(scope, rpc_path), bound().authentication)
             if request is not None
             else None
         ),
@@ -108,9 +162,9 @@ async def read_request(
     """The request's body and its caller: (body, DRF request or None), or
     None when it was answered already (too big, too slow, refused by DRF;
     ``rest``: in the HTTP+JSON binding's words)."""
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    limit, binding = settings.DATA_UPLOAD_MAX_MEMORY_SIZE, bound()
     try:
-        body = await read_body(receive, limit, float(toolnexus_settings.READ_TIMEOUT))
+        body = await read_body(receive, limit, binding.read_timeout)
     except BodyTooLarge:
         err = body_too_large(limit, _speaks_v1(version))
         await (respond_rest_error(send, err) if rest else respond_json(send, failure(None, err)))
@@ -119,7 +173,7 @@ async def read_request(
         await respond_timeout(send)
         return None
     request = None
-    if needs_drf(rpc_authentication_classes(), rpc_permission_classes()):
+    if binding.drf:
         request, refusal = await run_sync(authenticate, scope, body)
         if refusal is not None:
             await respond(send, *refusal)
@@ -140,7 +194,7 @@ async def serve_rpc(
         body, request = read
         rpc = parse_request(body)
         rid = rpc.id
-        store = get_task_store()
+        store = bound().store
         ctx = call_context(scope, store, request, version, rpc_path or scope.get("path", ""))
         result = await run_sync(handler.dispatch, rpc, ctx)
         if isinstance(result, EventStream):
@@ -178,7 +232,7 @@ async def serve_rest(
         check_version(version)
         query = parse_qs((scope.get("query_string") or b"").decode("latin-1"))
         rpc = route(scope["method"], path, query, body)
-        store = get_task_store()
+        store = bound().store
         ctx = call_context(scope, store, request, "1.0", rpc_path)
         result = await run_sync(handler.dispatch, rpc, ctx)
         if isinstance(result, EventStream):

@@ -5,8 +5,10 @@ for when nothing in front of the server serves them.
 file under ``STATIC_URL`` is looked up in ``STATIC_ROOT`` (what
 ``collectstatic`` gathered), else through the staticfiles finders (the apps'
 ``static/`` directories, as ``runserver`` does) — so it works before and
-after ``collectstatic``. Answers carry ``Content-Type``, ``Content-Length``,
-``Last-Modified``, an ``ETag`` and ``Cache-Control``; ``If-None-Match`` and
+after ``collectstatic``. Which paths are static is the router's to say
+(``serving.asgi.StaticFiles``): no other request enters this module. Answers
+carry ``Content-Type``, ``Content-Length``, ``Last-Modified``, an ``ETag`` and
+``Cache-Control``; ``If-None-Match`` and
 ``If-Modified-Since`` get 304; ``HEAD`` gets the headers only. Files are read
 on a thread, and one at most 8 MB (larger ones are for a real static server).
 
@@ -27,7 +29,7 @@ import os
 import posixpath
 from urllib.parse import unquote
 
-from asgiref.typing import ASGI3Application, ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
+from asgiref.typing import ASGISendCallable, HTTPScope
 from django.conf import settings
 
 MAX_BYTES = 8 * 1024 * 1024
@@ -136,29 +138,4 @@ async def _plain(send: ASGISendCallable, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-class StaticFiles:
-    """An ASGI wrapper: GET/HEAD under STATIC_URL are answered here (see the
-    module), everything else goes to ``app``."""
-
-    def __init__(self, app: ASGI3Application) -> None:
-        self.app = app
-        self._prefix: str | bool | None = False
-
-    def prefix(self) -> str | None:
-        if self._prefix is False:
-            self._prefix = static_prefix()
-        return self._prefix  # type: ignore[return-value]
-
-    async def __call__(
-        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
-    ) -> None:
-        if scope["type"] == "http" and scope.get("method") in ("GET", "HEAD"):
-            prefix = self.prefix()
-            path = scope.get("path", "")
-            if prefix is not None and path.startswith(prefix):
-                await serve_static(scope, send, path[len(prefix) :])
-                return
-        await self.app(scope, receive, send)
-
-
-__all__ = ["StaticFiles", "find", "serve_static", "static_prefix"]
+__all__ = ["find", "serve_static", "static_prefix"]

@@ -57,16 +57,11 @@ def asgi_application(serve_static: bool = True) -> Any:
     one, else the project with the agent's endpoint served lean
     (:func:`toolnexus_django.asgi.get_asgi_application`); with
     ``serve_static``, static files answered in front of it
-    (:mod:`toolnexus_django.serving.staticfiles`)."""
-    from ...serving.staticfiles import StaticFiles
+    (:class:`toolnexus_django.serving.asgi.StaticFiles`)."""
+    from ...serving.asgi import StaticFiles, get_asgi_application
 
     path = getattr(settings, "ASGI_APPLICATION", None)
-    if path:
-        app = import_path(path, "ASGI_APPLICATION")
-    else:
-        from ...serving.asgi import get_asgi_application
-
-        app = get_asgi_application()
+    app = import_path(path, "ASGI_APPLICATION") if path else get_asgi_application()
     return StaticFiles(app) if serve_static else app
 
 

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from toolnexus.client import ProviderError
 
+from tests.conftest import wait_until
+from toolnexus_django.agent import transport as transport_module
 from toolnexus_django.agent.transport import BoundedTransport
 
 ANSWER = {"choices": [{"message": {"role": "assistant", "content": "fine"}}]}
@@ -36,6 +38,7 @@ class Model(ThreadingHTTPServer):
         self.requests: list[dict[str, str]] = []
         self.drop = False
         self.status = 200
+        self.closed = 0  # connections the server closed
 
     @property
     def url(self) -> str:
@@ -66,6 +69,10 @@ class _Answer(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
 
+    def finish(self) -> None:
+        super().finish()
+        self.server.closed += 1
+
     def log_message(self, *args: Any) -> None:
         pass
 
@@ -95,13 +102,26 @@ def test_one_connection_carries_a_threads_calls(model: Model) -> None:
     assert sent["User-Agent"].startswith("Python-urllib/")
 
 
-def test_a_connection_the_server_closed_is_replaced(model: Model) -> None:
+def test_a_connection_the_server_closed_is_replaced(
+    model: Model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent_on_open: list[bool] = []  # per send: over a connection already open?
+    real = transport_module._send
+
+    def send(conn: Any, *args: Any) -> Any:
+        sent_on_open.append(conn.sock is not None)
+        return real(conn, *args)
+
+    monkeypatch.setattr(transport_module, "_send", send)
     transport = BoundedTransport(10_000)
     model.drop = True
     for _ in range(3):
         assert transport.post(model.url, HEADERS, PAYLOAD, 5) == ANSWER
+        wait_until(lambda: model.closed == model.connections, timeout=5, what="the close")
     assert model.connections == 3
     assert len(model.requests) == 3  # each call sent once: none was lost or doubled
+    # Seen closed while idle, a connection is never written to again.
+    assert sent_on_open == [False, False, False]
 
 
 def test_an_error_status_is_toolnexus_provider_error(model: Model) -> None:

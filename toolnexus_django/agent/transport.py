@@ -20,6 +20,7 @@ import threading
 import urllib.error
 import urllib.request
 from http.client import BadStatusLine, HTTPConnection, HTTPResponse, HTTPSConnection
+from select import select
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -86,15 +87,12 @@ class ModelAnswerUnreadable(ModelAnswerError):
 
 
 class BoundedTransport:
-    """toolnexus's default transport (a blocking urllib POST), reading at most
-    ``max_bytes`` of any body.
-
-    Works around toolnexus: its ``UrllibTransport`` reads a whole answer
-    (``json.loads(resp.read())``) and a whole HTTP error body, however large —
-    a 50 MB answer of short strings took a worker past 700 MB. This is the
-    same POST through the same public hook, with every read bounded; an
-    HTTP error is raised as toolnexus's own ``ProviderError``, so its retries
-    and ``Retry-After`` handling are unchanged. The answer is parsed here and
+    """toolnexus's default transport (a blocking POST, over a kept-open
+    connection), reading at most ``max_bytes`` of any body. Works around
+    toolnexus: its ``UrllibTransport`` reads a whole answer and a whole HTTP
+    error body, however large (a 50 MB answer of short strings took a worker
+    past 700 MB). An HTTP error is raised as toolnexus's own ``ProviderError``,
+    so its retries and ``Retry-After`` handling are unchanged. The answer is
     checked for the fields toolnexus reads without checking (a ``{"choices":
     "x"}`` made it raise ``TypeError: string indices must be integers``).
     """
@@ -127,8 +125,7 @@ class BoundedTransport:
         try:
             if response.status >= 400:
                 text = read_bounded(response, self.max_bytes, cut=True).decode("utf-8", "replace")
-                retry_after = response.headers.get("Retry-After")
-                raise ProviderError(response.status, text, retry_after)
+                raise ProviderError(response.status, text, response.headers.get("Retry-After"))
             body = read_bounded(response, self.max_bytes)
             whole = True
             return body
@@ -183,12 +180,10 @@ MAX_IDLE = 16  # idle connections kept per origin (more are closed after their c
 
 
 class KeptConnections:
-    """Model calls over kept-open HTTP/1.1 connections, not urllib's one per
-    call (a TCP connect, its handler chain and the teardown each time), sent
-    and failing as urllib's (its headers and User-Agent, a failed send as
-    ``URLError``). Idle connections are shared per origin, the last put back
-    taken first, at most ``max_idle`` kept; a proxy from the environment and
-    a redirect are left to urllib (:meth:`direct`; :meth:`post` gives None)."""
+    """Model calls over kept-open HTTP/1.1 connections, not urllib's one per call,
+    sent and failing as urllib's (its headers, a failed send as ``URLError``). Idle
+    ones are shared per origin (the last put back first, at most ``max_idle``); a proxy
+    from the environment or a redirect is left to urllib (:meth:`direct`; None)."""
 
     def __init__(self, max_idle: int = MAX_IDLE) -> None:
         self.max_idle = max_idle
@@ -218,6 +213,9 @@ class KeptConnections:
             with self._lock:
                 idle = self._idle.get(origin)
                 conn = idle.pop() if idle else None
+            if conn is not None and (conn.sock is None or select([conn.sock], [], [], 0)[0]):
+                conn.close()  # readable while idle: the server closed it (or sent junk)
+                continue
             reused = conn is not None
             if conn is None:
                 kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection

@@ -11,7 +11,7 @@ key            holds                                                 written by
 =============  ====================================================  =========
 v              the layout's version (1)                              lifecycle
 owner          the owner's id (the DRF user's pk as text), or null   submit
-input          ``{"text": ...}``: the message the run starts from;    submit
+input          ``{"text": ...}``: the message the run starts from;   submit
                ``"new_context": true`` when submit made the
                contextId up (no conversation to load)
 phase          queued | running | answered | resuming | waiting      every move

@@ -204,7 +204,6 @@ TOOLNEXUS = {
     "EXPIRY_SWEEP_INTERVAL": float(os.environ.get("TOOLNEXUS_SWEEP_INTERVAL", "5")),
     # Capacity (the scale tests and benchmarks set these).
     "MAX_RUNS": int(os.environ.get("TOOLNEXUS_MAX_RUNS", "256")),
-    "DATABASE_THREADS": int(os.environ.get("TOOLNEXUS_DATABASE_THREADS", "16")),
     "READ_TIMEOUT": float(os.environ.get("TOOLNEXUS_READ_TIMEOUT", "30")),
     "MAX_HEADER_BYTES": int(os.environ.get("TOOLNEXUS_MAX_HEADER_BYTES", "65536")),
     # Push notifications: hosts a webhook may be on though they are local
@@ -225,6 +224,9 @@ TOOLNEXUS = {
     "AUTHENTICATION_CLASSES": DEMO_AGENTS[_agent]["authentication"],
     "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
 }
+# Unset, the app's default: 16, or 4 when the default database is SQLite.
+if os.environ.get("TOOLNEXUS_DATABASE_THREADS"):
+    TOOLNEXUS["DATABASE_THREADS"] = int(os.environ["TOOLNEXUS_DATABASE_THREADS"])
 if os.environ.get("TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES"):
     TOOLNEXUS["MAX_MODEL_RESPONSE_BYTES"] = int(os.environ["TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES"])
 # The toolkit as an MCP server at /agent/mcp: TOOLNEXUS_MCP_TOOLS = "__all__" or

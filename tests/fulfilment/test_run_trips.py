@@ -26,11 +26,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(autouse=True)
 def _no_other_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The poller's beat finds this process's moves in the event log too (it
-    cannot tell them from another process's) and has the waiter read once
+    """The poller's beat finds this process's moves in the event log too; a
+    beat between a move's commit and its hand-over has the waiter read once
     more — whenever a test outlasts a beat, as on PostgreSQL. These tests are
-    about local moves: the poller finds nothing (its own tests are elsewhere)."""
-    monkeypatch.setattr(wakeups.Hub, "_moved_in", lambda self, store, watched: set())
+    about local moves: the poller finds nothing (its own tests are in
+    tests/lifecycle/test_wakeups.py)."""
+    monkeypatch.setattr(wakeups.Hub, "_moved_in", lambda self, store, watched: {})
 
 
 class CountingStore(DjangoTaskStore):
@@ -121,3 +122,54 @@ def test_a_run_makes_two_trips_to_the_database_threads(configure: Any, fake_llm:
     stored = store.get(task["id"])
     assert stored is not None and stored["artifacts"][0]["parts"][0]["text"] == "filed: EXP-1"
     assert [e["kind"] for e in store.events(task["id"])] == ["submit", "claim", "complete"]
+
+
+def test_a_run_claims_from_the_version_handed_over_without_reading_it(
+    configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm, store="django")
+    fake_llm.push(Text("filed: EXP-1"), Text("filed: EXP-2"))
+    store = CountingStore()
+    task = submitted(store)
+    db = runner.CallerThread()
+    run = runner.fulfil(task["id"], store, db, known=task)
+    assert db.serve(get_runtime().run_coroutine(run)) == "completed"
+    assert store.gets == 0  # claimed from the submitted version as handed over
+
+    # An outdated version (the Task moved since): its claim loses, the run
+    # reads the Task and claims from that, as without it.
+    task = submitted(store)
+    outdated = {**task, "_private": {**task["_private"], "revision": -1}}
+    run = runner.fulfil(task["id"], store, db, known=outdated)
+    assert db.serve(get_runtime().run_coroutine(run)) == "completed"
+    assert store.gets == 1
+
+
+def test_a_made_up_context_has_no_conversation_to_read(
+    configure: Any, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A send without a contextId gets a new one: its run reads no
+    conversation (none can have it yet); a send naming one reads it."""
+    from toolnexus_django.agent.conversations import DjangoConversationStore
+
+    configure(fake_llm, store="django")
+    fake_llm.push(Text("filed: EXP-1"), Text("filed: EXP-2"))
+    reads: list[str] = []
+    real = DjangoConversationStore.get_sync
+    monkeypatch.setattr(
+        DjangoConversationStore, "get_sync", lambda self, key: reads.append(key) or real(self, key)
+    )
+    store = DjangoTaskStore()
+    db = runner.CallerThread()
+    task = submitted(store)
+    assert db.serve(get_runtime().run_coroutine(runner.fulfil(task["id"], store, db))) == (
+        "completed"
+    )
+    assert reads == []
+    message = {"messageId": str(uuid.uuid4()), "role": "user", "contextId": task["contextId"]}
+    message["parts"] = [{"kind": "text", "text": "and another"}]
+    again = lifecycle.submit(store, message, owner=None, text="and another").task
+    assert db.serve(get_runtime().run_coroutine(runner.fulfil(again["id"], store, db))) == (
+        "completed"
+    )
+    assert reads == [f"-/{task['contextId']}"]

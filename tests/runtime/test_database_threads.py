@@ -5,6 +5,7 @@ next call, which then succeeds, instead of failing one request per thread."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from django.db import OperationalError, connection, connections
@@ -57,3 +58,19 @@ def test_a_failure_after_work_was_done_is_not_run_again() -> None:
         assert calls == [1]
     finally:
         pool.close(timeout=5)
+
+
+def test_sqlite_gets_fewer_threads_unless_the_project_sets_them(settings: Any) -> None:
+    """SQLite takes one writer at a time: unset, DATABASE_THREADS is 4 there
+    (16 elsewhere); a project's own value, or ``--threads``, always wins."""
+    unset = {k: v for k, v in settings.TOOLNEXUS.items() if k != "DATABASE_THREADS"}
+    settings.TOOLNEXUS = unset
+    default = dbthreads.SQLITE_THREADS if connection.vendor == "sqlite" else 16
+    assert dbthreads.threads() == default
+    settings.TOOLNEXUS = {**unset, "DATABASE_THREADS": 9}
+    assert dbthreads.threads() == 9
+    try:
+        dbthreads.threads_override = 3
+        assert dbthreads.threads() == 3
+    finally:
+        dbthreads.threads_override = None

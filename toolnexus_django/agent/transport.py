@@ -5,7 +5,8 @@ this app wraps it (``http_transport``, toolnexus's public hook):
   the run (``RUN_TIMEOUT``), around whichever transport is configured;
 - :class:`BoundedTransport` is the default transport: it reads at most
   ``MAX_MODEL_RESPONSE_BYTES`` of an answer (and of an HTTP error's body)
-  and hands toolnexus only an answer of the shape it reads;
+  and hands toolnexus only an answer of the shape it reads, over kept-open
+  connections (:class:`KeptConnections`);
 - a model's answer it refuses raises a :class:`ModelAnswerError`, whose
   message says what is wrong in words (it becomes the failed Task's status
   message; the bytes that were wrong go to the log only).
@@ -13,10 +14,15 @@ this app wraps it (``http_transport``, toolnexus's public hook):
 
 from __future__ import annotations
 
+import functools
 import json
+import threading
 import urllib.error
 import urllib.request
+from http.client import BadStatusLine, HTTPConnection, HTTPResponse, HTTPSConnection
+from select import select
 from typing import Any
+from urllib.parse import urlsplit
 
 import toolnexus
 from toolnexus.client import ProviderError
@@ -28,20 +34,16 @@ CHUNK = 64 * 1024
 
 
 class AbandonedCall(TimeoutError):
-    """A model call was about to start for a run that is already over.
-
-    A TimeoutError, so toolnexus handles it like a network timeout."""
+    """A model call was about to start for a run that is already over (a
+    TimeoutError, so toolnexus handles it like a network timeout)."""
 
 
 class BudgetedTransport:
     """toolnexus's HTTP transport (or the one configured), with each model
-    call's timeout clamped to what is left of the run's budget.
-
-    Works around toolnexus: it derives the per-request urllib timeout from its
-    own ``timeout_ms`` (or 120 s without one) and knows nothing of
-    RUN_TIMEOUT, and a blocked urllib call cannot be interrupted; so a silent
-    model would hold an IO thread long after the run gave up. ``http_transport``
-    is its public hook; this only delegates, with a shorter timeout.
+    call's timeout clamped to what is left of the run's budget. Works around
+    toolnexus: its per-request timeout knows nothing of RUN_TIMEOUT, and a
+    blocked call cannot be interrupted (a silent model would hold an IO thread
+    long after the run gave up); this only delegates, with a shorter timeout.
     """
 
     def __init__(self, inner: Any = None) -> None:
@@ -85,15 +87,12 @@ class ModelAnswerUnreadable(ModelAnswerError):
 
 
 class BoundedTransport:
-    """toolnexus's default transport (a blocking urllib POST), reading at most
-    ``max_bytes`` of any body.
-
-    Works around toolnexus: its ``UrllibTransport`` reads a whole answer
-    (``json.loads(resp.read())``) and a whole HTTP error body, however large —
-    a 50 MB answer of short strings took a worker past 700 MB. This is the
-    same POST through the same public hook, with every read bounded; an
-    HTTP error is raised as toolnexus's own ``ProviderError``, so its retries
-    and ``Retry-After`` handling are unchanged. The answer is parsed here and
+    """toolnexus's default transport (a blocking POST, over a kept-open
+    connection), reading at most ``max_bytes`` of any body. Works around
+    toolnexus: its ``UrllibTransport`` reads a whole answer and a whole HTTP
+    error body, however large (a 50 MB answer of short strings took a worker
+    past 700 MB). An HTTP error is raised as toolnexus's own ``ProviderError``,
+    so its retries and ``Retry-After`` handling are unchanged. The answer is
     checked for the fields toolnexus reads without checking (a ``{"choices":
     "x"}`` made it raise ``TypeError: string indices must be integers``).
     """
@@ -101,13 +100,37 @@ class BoundedTransport:
     def __init__(self, max_bytes: int, style: str = "openai") -> None:
         self.max_bytes = max_bytes
         self.style = style
+        self._kept = KeptConnections()
 
     def post(
         self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
     ) -> dict[str, Any]:
+        if KeptConnections.direct(url):
+            body = self._post_kept(url, headers, payload, timeout)
+            if body is not None:
+                return parse_answer(body, self.style)
         with self._open(url, headers, payload, timeout) as response:
             body = read_bounded(response, self.max_bytes)
         return parse_answer(body, self.style)
+
+    def _post_kept(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
+    ) -> bytes | None:
+        """The answer's body, over a kept-open connection (None: a redirect)."""
+        data = json.dumps(payload).encode("utf-8")
+        response = self._kept.post(url, headers, data, timeout)
+        if response is None:
+            return None
+        whole = False
+        try:
+            if response.status >= 400:
+                text = read_bounded(response, self.max_bytes, cut=True).decode("utf-8", "replace")
+                raise ProviderError(response.status, text, response.headers.get("Retry-After"))
+            body = read_bounded(response, self.max_bytes)
+            whole = True
+            return body
+        finally:
+            self._kept.done(response, whole=whole)
 
     def open(
         self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
@@ -146,6 +169,117 @@ def read_bounded(response: Any, limit: int, *, cut: bool = False) -> bytes:
     if cut:
         return bytes(body[:limit])
     raise ModelAnswerTooLarge(limit)
+
+
+#: What urllib's opener sends as User-Agent (``Python-urllib/3.x``).
+USER_AGENT = urllib.request.OpenerDirector().addheaders[0][1]
+
+Origin = tuple[str, str, int | None]
+
+MAX_IDLE = 16  # idle connections kept per origin (more are closed after their call)
+
+
+class KeptConnections:
+    """Model calls over kept-open HTTP/1.1 connections, not urllib's one per call,
+    sent and failing as urllib's (its headers, a failed send as ``URLError``). Idle
+    ones are shared per origin (the last put back first, at most ``max_idle``); a proxy
+    from the environment or a redirect is left to urllib (:meth:`direct`; None)."""
+
+    def __init__(self, max_idle: int = MAX_IDLE) -> None:
+        self.max_idle = max_idle
+        self._lock = threading.Lock()
+        self._idle: dict[Origin, list[HTTPConnection]] = {}
+
+    @staticmethod
+    def direct(url: str) -> bool:
+        """Whether ``url`` goes straight to its host (http(s), no proxy for it)."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return False
+        return parts.scheme not in _proxies() or bool(urllib.request.proxy_bypass(parts.hostname))
+
+    def post(
+        self, url: str, headers: dict[str, str], data: bytes, timeout: float
+    ) -> HTTPResponse | None:
+        """The response to POSTing ``data``, for the caller to read, then
+        :meth:`done`; None for a redirect. A kept connection the server closed
+        meanwhile is replaced once, before anything was answered on it."""
+        parts = urlsplit(url)
+        origin: Origin = (parts.scheme, parts.hostname or "", parts.port)
+        fields = {"User-Agent": USER_AGENT, "Content-Type": "application/x-www-form-urlencoded"}
+        fields.update((k.title(), v) for k, v in headers.items())
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        while True:
+            with self._lock:
+                idle = self._idle.get(origin)
+                conn = idle.pop() if idle else None
+            if conn is not None and (conn.sock is None or select([conn.sock], [], [], 0)[0]):
+                conn.close()  # readable while idle: the server closed it (or sent junk)
+                continue
+            reused = conn is not None
+            if conn is None:
+                kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
+                conn = kind(parts.hostname or "", parts.port, timeout=timeout)
+            conn.timeout = timeout
+            if conn.sock is not None:
+                conn.sock.settimeout(timeout)
+            try:
+                response = _send(conn, path, fields, data)
+            except _Stale:
+                if reused:
+                    continue  # the server closed it while it was kept: once more, anew
+                raise
+            if 300 <= response.status < 400:
+                conn.close()
+                return None
+            response.kept = (origin, conn)  # type: ignore[attr-defined]
+            return response
+
+    def done(self, response: Any, *, whole: bool) -> None:
+        """``response`` was read (``whole``: to its end): keep its connection, else close it."""
+        kept: tuple[Origin, HTTPConnection] | None = getattr(response, "kept", None)
+        if kept is None:
+            return
+        origin, conn = kept
+        if whole and not response.will_close and response.isclosed():
+            with self._lock:
+                idle = self._idle.setdefault(origin, [])
+                if len(idle) < self.max_idle:
+                    idle.append(conn)
+                    return
+        conn.close()
+
+
+@functools.cache
+def _proxies() -> dict[str, str]:
+    """The environment's proxies, read once, as ``urlopen`` does (its opener is built once)."""
+    return urllib.request.getproxies()
+
+
+class _Stale(Exception):
+    """A kept connection failed before anything was answered on it."""
+
+
+def _send(conn: HTTPConnection, path: str, fields: dict[str, str], data: bytes) -> HTTPResponse:
+    """POST over ``conn``, failing as urllib does (a failed send as ``URLError``);
+    on a connection used before, signs the server closed it are :class:`_Stale`."""
+    reused = conn.sock is not None
+    try:
+        try:
+            conn.request("POST", path, body=data, headers=fields)
+        except OSError as err:
+            if reused:
+                raise _Stale from err
+            raise urllib.error.URLError(err)  # noqa: B904 (urllib's own words)
+        try:
+            return conn.getresponse()
+        except (ConnectionError, BadStatusLine) as err:
+            if reused:
+                raise _Stale from err
+            raise
+    except BaseException:
+        conn.close()
+        raise
 
 
 class BoundedResponse:

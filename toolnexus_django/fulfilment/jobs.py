@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -68,12 +69,14 @@ def resume(task_id: str) -> str:
 # -- enqueueing ----------------------------------------------------------------------
 
 
-def _enqueue(job: Any, task_id: str, store: TaskStore) -> None:
+def _enqueue(job: Any, task_id: str, store: TaskStore, known: dict[str, Any] | None = None) -> None:
     alias = toolnexus_settings.TASK_BACKEND
     if alias is not None:
         job.using(backend=alias).enqueue(task_id)
         return
     run = runner.fulfil if job is fulfil else runner.resume
+    if known is not None and job is fulfil:
+        run = functools.partial(runner.fulfil, known=known)
     try:
         runs().start(run, task_id, store)
     except Exception as exc:  # the agent runtime cannot start (a broken CLIENT, say)
@@ -99,7 +102,9 @@ def held() -> Iterator[list[tuple[str, str]]]:
         _held.reset(token)
 
 
-def _on_commit(store: TaskStore | None, job: Any, task_id: str) -> None:
+def _on_commit(
+    store: TaskStore | None, job: Any, task_id: str, known: dict[str, Any] | None = None
+) -> None:
     # Enqueue once the transaction that saved the Task commits (at once when
     # there is none), so a worker never looks for a row that is not there yet.
     store = store or get_task_store()
@@ -109,12 +114,16 @@ def _on_commit(store: TaskStore | None, job: Any, task_id: str) -> None:
         name = "fulfil" if job is fulfil else "resume"
         transaction.on_commit(lambda: runs.append((name, task_id)), using=using)
         return
-    transaction.on_commit(lambda: _enqueue(job, task_id, store), using=using)
+    transaction.on_commit(lambda: _enqueue(job, task_id, store, known), using=using)
 
 
-def schedule_fulfilment(task_id: str, store: TaskStore | None = None) -> None:
-    """Run the submitted Task ``task_id`` in the background."""
-    _on_commit(store, fulfil, task_id)
+def schedule_fulfilment(
+    task_id: str, store: TaskStore | None = None, task: dict[str, Any] | None = None
+) -> None:
+    """Run the submitted Task ``task_id`` in the background; ``task``: the
+    version just stored, which an in-process run claims from without reading
+    it back (it reads the store when that version is outdated)."""
+    _on_commit(store, fulfil, task_id, task)
 
 
 def schedule_resume(task_id: str, store: TaskStore | None = None) -> None:

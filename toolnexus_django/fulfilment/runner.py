@@ -52,12 +52,14 @@ Db = Callable[..., Awaitable[Any]]
 Work = Callable[[RunHandle], Awaitable[tuple[Any, str]]]
 
 
-async def fulfil(task_id: str, store: TaskStore, db: Db) -> str:
-    """Run the submitted Task ``task_id``; returns the state it ended in. Never
-    raises for a run that fails: the failure is recorded on the Task."""
+async def fulfil(task_id: str, store: TaskStore, db: Db, *, known: Task | None = None) -> str:
+    """Run the submitted Task ``task_id`` (``known``: its version as stored, if
+    the caller has it); returns the state it ended in. Never raises for a run
+    that fails: the failure is recorded on the Task."""
     runtime = get_runtime()
+    prepare = partial(_prepare, runtime.toolkit)
     task, moved, prepared = await db(
-        _take, store, task_id, states.QUEUED, lifecycle.claim, partial(_prepare, runtime.toolkit)
+        _take, store, task_id, states.QUEUED, lifecycle.claim, prepare, known
     )
     if task is None:
         logger.warning("Task %s vanished before it could run", task_id)
@@ -90,8 +92,11 @@ async def fulfil(task_id: str, store: TaskStore, db: Db) -> str:
 def _prepare(toolkit: Any, claimed: Task) -> tuple[Any, Any, Any]:
     """What a claimed run starts from: the conversation so far, the run's
     context and the tools its owner is offered."""
-    owner = lifecycle.owner_of(claimed)
-    history = conversations.load(get_conversation_store(), owner, claimed.get("contextId"))
+    private = lifecycle.read(claimed)
+    owner = private.owner
+    # A contextId the send made up has no conversation yet: nothing to read.
+    context = None if private.new_context else claimed.get("contextId")
+    history = conversations.load(get_conversation_store(), owner, context)
     run, offered = prepare_run(
         toolkit, task_id=claimed["id"], context_id=claimed.get("contextId"), owner_id=owner
     )
@@ -149,15 +154,18 @@ def _take(
     phase: str,
     move: Callable[..., Any],
     prepare: Callable[[Task], Any] | None = None,
+    known: Task | None = None,
 ) -> tuple[Task | None, Any, Any]:
-    """``task_id`` as stored and, when it is in ``phase``, ``move`` (a claim)
-    made from it, then ``prepare`` of the claimed Task: (the Task read, the
-    move or None, what ``prepare`` gave or raised) — one trip to the
-    database threads."""
-    task = store.get(task_id)
+    """``task_id`` as stored (``known``, else read) and, when it is in
+    ``phase``, ``move`` (a claim) made from it, then ``prepare`` of the
+    claimed Task: (the Task, the move or None, what ``prepare`` gave or
+    raised) — one trip to the database threads."""
+    task = known if known is not None else store.get(task_id)
     if task is None or lifecycle.phase_of(task) != phase:
         return task, None, None
     moved = move(store, task, worker=worker_id())
+    if moved is None and known is not None:  # it moved since: as without it
+        return _take(store, task_id, phase, move, prepare)
     if moved is None or prepare is None:
         return task, moved, None
     try:

@@ -11,7 +11,9 @@ key            holds                                                 written by
 =============  ====================================================  =========
 v              the layout's version (1)                              lifecycle
 owner          the owner's id (the DRF user's pk as text), or null   submit
-input          ``{"text": ...}``: the message the run starts from    submit
+input          ``{"text": ...}``: the message the run starts from;   submit
+               ``"new_context": true`` when submit made the
+               contextId up (no conversation to load)
 phase          queued | running | answered | resuming | waiting      every move
 pending        the Request the run waits on (toolnexus ``Request``)  suspend
 transcript     the messages to resume from; ``style`` their shape    suspend
@@ -101,6 +103,8 @@ class Lease:
 class Private:
     owner: str | None = None
     input_text: str = ""
+    #: The Task's contextId was made by submit: no conversation has it yet.
+    new_context: bool = False
     phase: str = ""
     pending: dict[str, Any] | None = None
     transcript: list[dict[str, Any]] | None = None
@@ -174,11 +178,13 @@ def read(task: Task | None) -> Private:
     if not isinstance(phase, str) or phase not in states.PHASES:
         phase = states.ANSWERED if state == states.WORKING and answer else ""
         phase = phase or states.default_phase(state)
-    text = (raw.get("input") or {}).get("text") if isinstance(raw.get("input"), dict) else ""
+    given = raw.get("input")
+    given = given if isinstance(given, dict) else {}
     owner = raw.get("owner")
     return Private(
         owner=None if owner is None else str(owner),
-        input_text=str(text or ""),
+        input_text=str(given.get("text") or ""),
+        new_context=given.get("new_context") is True,
         phase=phase,
         pending=raw.get("pending") if isinstance(raw.get("pending"), dict) else None,
         transcript=raw.get("transcript") if isinstance(raw.get("transcript"), list) else None,
@@ -209,6 +215,8 @@ def write(task: Task, private: Private) -> None:
     """Put ``private`` back as ``task``'s private section (in place)."""
     out: dict[str, Any] = {**private.extra, "v": VERSION, "owner": private.owner}
     out["input"] = {"text": private.input_text}
+    if private.new_context:
+        out["input"]["new_context"] = True
     out["phase"] = private.phase
     for key in (
         "pending", "transcript", "style", "halt", "review", "reviewed", "answer",

@@ -55,12 +55,14 @@ def submit(
     ``IDEMPOTENCY_WINDOW``: a repeated send makes no second Task."""
     tid = new_id()
     context_id = message.get("contextId")
-    if not isinstance(context_id, str) or not context_id:
+    new_context = not isinstance(context_id, str) or not context_id
+    if new_context:
         context_id = new_id()
     task: Task = {"id": tid, "contextId": context_id, "kind": "task"}
     task["status"] = {"state": states.SUBMITTED, "timestamp": now_iso()}
     task["history"] = [user_message(message, task=task)]
     private = Private(owner=owner, input_text=text, phase=states.QUEUED, seq=1)
+    private.new_context = new_context
     if toolnexus_settings.IDEMPOTENCY_WINDOW != 0:
         private.message_key = message_key(owner, message.get("messageId"))
     write(task, private)

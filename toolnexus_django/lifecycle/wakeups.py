@@ -6,11 +6,13 @@
   (:meth:`Watch.news`).
 - Moves made by other processes are found by one poller thread per process,
   started while anything watches: every ``EVENT_POLL_INTERVAL`` seconds it
-  asks the store which Tasks have new events (the django store: one indexed
-  query on the event table, whatever the number of watchers) or, for a store
-  that cannot say, reads each watched Task once. So a waiting request costs
-  no query of its own, and another process's move arrives within one
-  interval.
+  asks the store which Tasks have new events, and the newest one's seq (the
+  django store: one indexed query on the event table, whatever the number of
+  watchers) or, for a store that cannot say, reads each watched Task once.
+  So a waiting request costs no query of its own, and another process's move
+  arrives within one interval. The poller finds this process's moves too: a
+  Watch already handed that seq by the local move ignores it (an event's seq
+  is the Task's seq after its move, so a higher one is news from elsewhere).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.db import connections
@@ -50,6 +52,9 @@ class Watch:
         self._latest: Task | None = None
         self._latest_seq = -1
         self._unknown = False
+        # The highest seq a local move handed over (news() keeps it): the
+        # poller's report of an event up to it is this process's own move.
+        self._known_seq = -1
 
     def wait(self, timeout: float | None) -> bool:
         """From a thread: block until the Task moves (or ``timeout``)."""
@@ -96,14 +101,19 @@ class Watch:
             return None
         return latest if seq_of(latest) > seq_of(current) else current
 
-    def _wake(self, task: Task | None = None) -> None:
+    def _wake(self, task: Task | None = None, seq: int | None = None) -> None:
+        """``task``: the version a local move stored; else the Task moved
+        elsewhere (to ``seq``, when the poller knows it; None: unknown)."""
         with self._lock:
-            if task is None:
-                self._unknown = True
-            else:
+            if task is not None:
                 seq = seq_of(task)
                 if seq > self._latest_seq:  # moves of one Task are ordered by their seq
                     self._latest, self._latest_seq = task, seq
+                self._known_seq = max(self._known_seq, seq)
+            elif seq is not None and seq <= self._known_seq:
+                return  # the poller found a move this process made and handed over
+            else:
+                self._unknown = True
         self._moved.set()
         for listener in list(self._listeners):
             try:
@@ -152,11 +162,12 @@ class Hub:
             self._watches.setdefault(task_id, set()).add(watch)
             self._stores[key] = store
             if self._poller is None or not self._poller.is_alive():
-                self._poller = threading.Thread(
-                    target=self._poll, name="toolnexus-wakeups", daemon=True
-                )
-                self._poller.start()
+                self._start_poller()
         return watch
+
+    def _start_poller(self) -> None:
+        self._poller = threading.Thread(target=self._poll, name="toolnexus-wakeups", daemon=True)
+        self._poller.start()
 
     def unwatch(self, watch: Watch) -> None:
         with self._lock:
@@ -167,14 +178,15 @@ class Hub:
                     del self._watches[watch.task_id]
                     self._seen.pop(watch.task_id, None)
 
-    def notify(self, task_id: str, task: Task | None = None) -> None:
+    def notify(self, task_id: str, task: Task | None = None, seq: int | None = None) -> None:
         """Wake ``task_id``'s watchers; ``task``: the version just stored by
         a move in this process (never changed afterwards: the next move
-        copies it), None when the Task moved elsewhere."""
+        copies it), None when the Task moved elsewhere — to ``seq`` (its
+        newest event) when the poller knows it."""
         with self._lock:
             watchers = list(self._watches.get(task_id, ()))
         for watch in watchers:
-            watch._wake(task)
+            watch._wake(task, seq)
 
     def wake_all(self) -> None:
         """Wake every watcher (a server stopping ends its waits)."""
@@ -197,40 +209,55 @@ class Hub:
         try:
             while True:
                 time.sleep(float(toolnexus_settings.EVENT_POLL_INTERVAL))
-                with self._lock:
-                    if not self._watches:
-                        self._poller = None
-                        self._cursors.clear()
-                        return
-                    stores = list(self._stores.values())
-                    watched = set(self._watches)
                 try:
-                    for store in stores:
-                        for task_id in self._moved_in(store, watched):
-                            self.notify(task_id)
+                    if not self.beat():
+                        return
                 except Exception:  # a database hiccup: try again next beat, connected anew
                     logger.warning("polling for task events failed", exc_info=True)
                     connections.close_all()
         finally:
             connections.close_all()
 
-    def _moved_in(self, store: TaskStore, watched: set[str]) -> set[str]:
+    def beat(self) -> bool:
+        """One look at the watched stores: wake the watchers of the Tasks
+        that moved. False (the poller ends) when nothing is watched."""
+        with self._lock:
+            if not self._watches:
+                self._poller = None
+                self._cursors.clear()
+                return False
+            stores = list(self._stores.values())
+            watched = set(self._watches)
+        for store in stores:
+            for task_id, seq in self._moved_in(store, watched).items():
+                self.notify(task_id, seq=seq)
+        return True
+
+    def _moved_in(self, store: TaskStore, watched: set[str]) -> dict[str, int | None]:
+        """The watched Tasks that moved, each with its newest event's seq
+        (None: a custom store that tells only ids)."""
         key = id(store)
         cursor = self._cursors.get(key)
         changes = store.changes_since(cursor)
         if changes is not None:
             self._cursors[key] = changes[0]
-            return changes[1] & watched if cursor is not None else set()
-        moved = set()
+            if cursor is None:
+                return {}
+            found = changes[1]
+            if isinstance(found, Mapping):
+                return {t: int(found[t]) for t in found.keys() & watched}
+            return dict.fromkeys(set(found) & watched)
+        moved: dict[str, int | None] = {}
         for task_id in watched:
             seq = read(store.get(task_id)).seq
             with self._lock:
                 before = self._seen.get(task_id)
                 self._seen[task_id] = seq
             # A Task seen for the first time counts as moved: its watcher
-            # looks once more (harmless) rather than miss a move.
+            # looks once more (unless a local move handed it that seq)
+            # rather than miss a move.
             if seq != before:
-                moved.add(task_id)
+                moved[task_id] = seq
         return moved
 
 

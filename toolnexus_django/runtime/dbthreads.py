@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.db import InterfaceError, OperationalError, connections
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 
 from ..conf import toolnexus_settings
 from .registry import PerProcess, Stage
@@ -39,10 +39,22 @@ logger = logging.getLogger("toolnexus_django.dbthreads")
 threads_override: int | None = None
 
 
+#: DATABASE_THREADS when the project does not set it and its default
+#: database is SQLite, which takes one writer at a time: more threads only
+#: queue on its lock (an end-to-end Task cost 15-30% more CPU with 16,
+#: benchmarks/RESULTS.md, 2026-12-02).
+SQLITE_THREADS = 4
+
+
 def threads() -> int:
     """How many database threads (and so connections) this process uses."""
     if threads_override is not None:
         return threads_override
+    if (
+        "DATABASE_THREADS" not in toolnexus_settings.user_settings
+        and connections[DEFAULT_DB_ALIAS].vendor == "sqlite"
+    ):
+        return SQLITE_THREADS
     return int(toolnexus_settings.DATABASE_THREADS)
 
 

@@ -137,7 +137,7 @@ class EndpointActions:
             if existing is None:
                 raise
             return existing
-        schedule_fulfilment(task["id"], self.store)
+        schedule_fulfilment(task["id"], self.store, task)
         return task
 
     def answer(self, task: Task, message: dict[str, Any], *, owner: str | None) -> Task:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -221,11 +222,15 @@ class TaskStore(ABC):
         (this default: those kept inline, the newest INLINE_EVENTS_KEPT)."""
         return [e for e in inline_events(self.get(task_id)) if int(e.get("seq") or 0) > after]
 
-    def changes_since(self, cursor: Any) -> tuple[Any, set[str]] | None:
-        """``(new cursor, ids of Tasks with events since cursor)`` — one query
-        that tells a process which Tasks moved anywhere; ``cursor=None`` asks
-        for the current position only. None when the store cannot say (the
-        caller then reads the Tasks it watches)."""
+    def changes_since(self, cursor: Any) -> tuple[Any, Mapping[str, int] | AbstractSet[str]] | None:
+        """``(new cursor, {Task id: seq of its newest event since cursor})``
+        — one query that tells a process which Tasks moved anywhere and how
+        far (a waiter already handed that seq by a move in its own process
+        is not woken again); ``cursor=None`` asks for the current position
+        only. A store may give a set of ids instead of the mapping (as
+        before seqs were asked for): each then wakes its waiters to read the
+        Task. None when the store cannot say (the caller then reads the
+        Tasks it watches)."""
         return None
 
     def waiting_ids(self, expired_by: datetime | None = None) -> Iterable[str]:

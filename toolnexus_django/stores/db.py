@@ -9,9 +9,11 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, connections, transaction
+from django.db.backends.base.operations import BaseDatabaseOperations
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from ..strictjson import StorageJSONEncoder
 from . import selections
 from .base import (
     MAX_ID_LENGTH,
@@ -38,23 +40,47 @@ TRIGGER_VENDORS = frozenset({"postgresql", "sqlite"})
 
 #: The columns of a TaskEvent row, as the event dicts name them.
 _EVENT_FIELDS = (
-    "task_id",
-    "seq",
-    "kind",
-    "from_state",
-    "to_state",
-    "at",
-    "actor",
-    "actor_kind",
-    "via",
-    "public",
-    "private",
-)
+    "task_id", "seq", "kind", "from_state", "to_state", "at", "actor", "actor_kind", "via",
+    "public", "private",
+)  # fmt: skip
 
 
 @functools.cache
 def _fields(model: Any) -> dict[str, Any]:
     return {f.attname: f for f in model._meta.concrete_fields}
+
+
+#: One encoder for every stored JSON value (json.dumps(cls=...) made one per value).
+_ENCODER = StorageJSONEncoder()
+
+
+def _params(connection: Any, model: Any, names: list[str], values: list[Any]) -> list[Any]:
+    """Column values as the database takes them (JSON as text: by the one encoder)."""
+    fields = _fields(model)
+    text_json = type(connection.ops).adapt_json_value is BaseDatabaseOperations.adapt_json_value
+    return [
+        _ENCODER.encode(v)
+        if text_json and v is not None and getattr(fields[n], "encoder", None) is StorageJSONEncoder
+        else fields[n].get_db_prep_save(v, connection)
+        for n, v in zip(names, values, strict=True)
+    ]
+
+
+_STATEMENTS: dict[tuple[str, ...], str] = {}  # built once, not at every move
+
+
+def _update_sql(connection: Any, table: str, names: tuple[str, ...]) -> str:
+    key = (connection.vendor, table, *names)
+    sql = _STATEMENTS.get(key)
+    if sql is None:
+        qn = connection.ops.quote_name
+        terminal = ", ".join(["%s"] * len(TERMINAL_STATES))
+        sql = _STATEMENTS[key] = (
+            f"UPDATE {qn(table)} SET {', '.join(f'{qn(n)} = %s' for n in names)} "
+            f"WHERE {qn('id')} = %s AND {qn('state')} = %s AND {qn('revision')} = %s "
+            f"AND {qn('state')} NOT IN ({terminal})"
+        )
+    return sql
 
 
 def _iso(moment: datetime) -> str:
@@ -179,9 +205,8 @@ class DjangoTaskStore(TaskStore):
         values = {"id": tid, **self._columns(task, event)}
         now = timezone.now()
         values["created_at"] = values["updated_at"] = now
-        fields = _fields(model)
         names = list(values)
-        params = [fields[n].get_db_prep_save(values[n], connection) for n in names]
+        params = _params(connection, model, names, list(values.values()))
         qn = connection.ops.quote_name
         table = qn(model._meta.db_table)
         # The message key is set once, by the INSERT: a move never writes it
@@ -282,21 +307,10 @@ class DjangoTaskStore(TaskStore):
         one statement built by hand (the ORM's compile of this UPDATE was
         most of a move's cost)."""
         connection = connections[self.using]
-        fields = _fields(self.model)
         columns = {k: v for k, v in columns.items() if k != "message_key"}  # set once, at INSERT
         names = [*columns, "updated_at"]
-        values = [*columns.values(), timezone.now()]
-        params = [
-            fields[n].get_db_prep_save(v, connection) for n, v in zip(names, values, strict=True)
-        ]
-        qn = connection.ops.quote_name
-        table = qn(self.model._meta.db_table)
-        terminal = ", ".join(["%s"] * len(TERMINAL_STATES))
-        sql = (
-            f"UPDATE {table} SET {', '.join(f'{qn(n)} = %s' for n in names)} "
-            f"WHERE {qn('id')} = %s AND {qn('state')} = %s AND {qn('revision')} = %s "
-            f"AND {qn('state')} NOT IN ({terminal})"
-        )
+        params = _params(connection, self.model, names, [*columns.values(), timezone.now()])
+        sql = _update_sql(connection, self.model._meta.db_table, tuple(names))
         with connection.cursor() as cursor:
             cursor.execute(
                 sql,
@@ -331,17 +345,20 @@ class DjangoTaskStore(TaskStore):
         )
         return [{**row, "at": _iso(row["at"])} for row in rows]
 
-    def changes_since(self, cursor: Any) -> tuple[Any, set[str]] | None:
+    def changes_since(self, cursor: Any) -> tuple[Any, dict[str, int]] | None:
         rows = self.event_model.objects.using(self.using)
         if cursor is None:
             last = rows.order_by("-id").values_list("id", flat=True).first()
-            return (last or 0), set()
+            return (last or 0), {}
         found = list(
-            rows.filter(id__gt=cursor).order_by("id").values_list("id", "task_id")[:10_000]
+            rows.filter(id__gt=cursor).order_by("id").values_list("id", "task_id", "seq")[:10_000]
         )
         if not found:
-            return cursor, set()
-        return found[-1][0], {task_id for _, task_id in found}
+            return cursor, {}
+        newest: dict[str, int] = {}
+        for _, task_id, seq in found:
+            newest[task_id] = max(seq, newest.get(task_id, 0))
+        return found[-1][0], newest
 
     def waiting_ids(self, expired_by: datetime | None = None) -> list[str]:
         return selections.waiting(self.model.objects.using(self.using), expired_by)

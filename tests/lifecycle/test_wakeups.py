@@ -1,0 +1,165 @@
+"""The poller's beat against the django store on the test database: it finds
+this process's moves in the event log too, and a waiter already handed that
+version by the move is neither woken nor sent to the store again; another
+process's move (a higher seq) still wakes it to read.
+
+The hub here beats when the test says (no poller thread); "another process"
+is a move made while the verbs wake a hub of their own, so only its event in
+the log tells this process's hub about it.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connections
+
+from tests.conftest import wait_until
+from toolnexus_django import lifecycle
+from toolnexus_django.a2a import follow
+from toolnexus_django.lifecycle import wakeups
+from toolnexus_django.stores import DjangoTaskStore, InMemoryTaskStore
+from toolnexus_django.stores.base import Task, state_of
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Beats(wakeups.Hub):
+    """A hub whose poller beats when the test calls :meth:`beat`."""
+
+    def _start_poller(self) -> None:
+        pass
+
+
+class CountingStore(DjangoTaskStore):
+    """The django store, counting its reads of a Task."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gets = 0
+
+    def get(self, id: str) -> Task | None:
+        self.gets += 1
+        return super().get(id)
+
+
+@pytest.fixture
+def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[Beats]:
+    beats = Beats()
+    monkeypatch.setattr(wakeups, "hub", lambda: beats)
+    yield beats
+
+
+def submitted(store: Any) -> Task:
+    message = {"messageId": str(uuid.uuid4()), "role": "user", "parts": [{"kind": "text"}]}
+    message["parts"][0]["text"] = "file my claim"
+    return lifecycle.submit(store, message, owner=None, text="file my claim").task
+
+
+def elsewhere(monkeypatch: pytest.MonkeyPatch, move: Any, *args: Any, **kwargs: Any) -> Any:
+    """``move`` as another process makes it: it wakes that process's hub only."""
+    with monkeypatch.context() as there:
+        there.setattr(wakeups, "hub", Beats)
+        return move(DjangoTaskStore(), *args, **kwargs)
+
+
+def test_a_local_move_found_by_the_poller_is_not_news(hub: Beats) -> None:
+    store = CountingStore()
+    task = submitted(store)
+    with wakeups.watch(store, task["id"]) as watch:
+        claimed = lifecycle.claim(store, task, worker="w-1")
+        assert claimed is not None
+        hub.beat()  # finds the claim's event (seq 2): the move handed it over already
+        assert watch.wait(0)  # woken once, by the move
+        assert watch.news(task) is claimed.task
+        done = lifecycle.complete(store, claimed.task, "filed")
+        assert done is not None
+        assert watch.wait(0)
+        assert watch.news(claimed.task) is done.task
+        hub.beat()  # finds the completion (seq 3), told already
+        assert not watch.wait(0)
+    assert store.gets == 0
+
+
+def test_a_blocking_wait_is_not_sent_to_the_store_by_the_poller(hub: Beats) -> None:
+    store = CountingStore()
+    task = submitted(store)
+
+    def run() -> None:
+        try:
+            wait_until(lambda: hub.watching == 1, timeout=10, what="the waiter")
+            claimed = lifecycle.claim(store, task, worker="w-1")
+            assert claimed is not None
+            hub.beat()
+            lifecycle.complete(store, claimed.task, "filed")
+            hub.beat()
+        finally:
+            connections.close_all()
+
+    mover = threading.Thread(target=run)
+    mover.start()
+    try:
+        done = follow.wait_settled(store, task, timeout=10)
+    finally:
+        mover.join(10)
+    assert state_of(done) == "completed"
+    assert store.gets == 1  # once after watching; the beats brought nothing new
+
+
+def test_another_process_move_wakes_the_waiter_to_read(
+    hub: Beats, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = CountingStore()
+    task = submitted(store)
+    with wakeups.watch(store, task["id"]) as watch:
+        claimed = lifecycle.claim(store, task, worker="w-1")  # here: seq 2, handed over
+        assert claimed is not None
+        assert watch.wait(0) and watch.news(task) is claimed.task
+        done = elsewhere(monkeypatch, lifecycle.complete, claimed.task, "filed")  # seq 3
+        assert done is not None
+        assert not watch.wait(0)  # nothing told this process yet
+        # The log tells each Task's newest seq since the cursor: 3, not this process's 2.
+        assert store.changes_since(hub._cursors[id(store)])[1] == {task["id"]: 3}
+        hub.beat()
+        assert watch.wait(0)
+        assert watch.news(claimed.task) is None  # read the store
+    assert state_of(store.get(task["id"])) == "completed"
+
+
+def test_a_store_telling_only_ids_wakes_the_waiter_to_read(hub: Beats) -> None:
+    class IdsOnly(DjangoTaskStore):
+        def changes_since(self, cursor: Any) -> tuple[Any, set[str]] | None:
+            changes = super().changes_since(cursor)
+            assert changes is not None
+            return changes[0], set(changes[1])
+
+    store = IdsOnly()
+    task = submitted(store)
+    with wakeups.watch(store, task["id"]) as watch:
+        claimed = lifecycle.claim(store, task, worker="w-1")
+        assert claimed is not None
+        assert watch.wait(0) and watch.news(task) is claimed.task
+        hub.beat()  # an id without a seq: it may be anyone's move
+        assert watch.wait(0)
+        assert watch.news(claimed.task) is None
+
+
+def test_a_store_that_cannot_tell_is_read_and_its_seq_compared(hub: Beats) -> None:
+    store = InMemoryTaskStore()
+    task = submitted(store)
+    with wakeups.watch(store, task["id"]) as watch:
+        claimed = lifecycle.claim(store, task, worker="w-1")
+        assert claimed is not None
+        assert watch.wait(0) and watch.news(task) is claimed.task
+        hub.beat()  # reads the Task: seq 2, handed over
+        assert not watch.wait(0)
+        with pytest.MonkeyPatch.context() as there:
+            there.setattr(wakeups, "hub", Beats)  # another process's move, seq 3
+            assert lifecycle.complete(store, claimed.task, "filed") is not None
+        hub.beat()
+        assert watch.wait(0)
+        assert watch.news(claimed.task) is None

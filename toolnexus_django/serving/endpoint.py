@@ -72,7 +72,7 @@ class Bound:
 
     store: TaskStore
     read_timeout: float
-    authentication: list[Any]
+    authentication: tuple[Any, ...]
     #: Whether a request goes through DRF at all (:func:`.pipeline.needs_drf`).
     drf: bool
 
@@ -93,7 +93,7 @@ def bound() -> Bound:
     binding = Bound(
         store=get_task_store(),
         read_timeout=float(toolnexus_settings.READ_TIMEOUT),
-        authentication=authentication,
+        authentication=tuple(authentication),  # shared by every request: not a list
         drf=needs_drf(authentication, rpc_permission_classes()),
     )
     _bound = (os.getpid(), generation, binding)

@@ -100,7 +100,7 @@ def test_bytes_that_are_not_utf8_are_a_parse_error(body: bytes) -> None:
     ],
 )
 def test_what_a_part_is(part: Any, problem: str | None) -> None:
-    found = parts.problem(part)
+    found = parts.part_problem(part)
     assert found is None if problem is None else problem in (found or "")
 
 

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import lifecycle
-from ..lifecycle.public import problem
+from ..lifecycle.public import part_problem
 from ..stores import TaskStore
 from ..stores.base import Task, parse_instant
 from .dialects import DATA_PART_COMPAT, STATE_TO_V1, Dialect
@@ -178,7 +178,7 @@ def check_parts(parts: Any, where: str = "params.message.parts") -> list[dict[st
     if not isinstance(parts, list):
         raise RpcError(INVALID_PARAMS, f"Invalid params: {where} must be an array")
     for index, part in enumerate(parts):
-        reason = problem(part)
+        reason = part_problem(part)
         if reason is not None:
             raise RpcError(
                 INVALID_PARAMS,

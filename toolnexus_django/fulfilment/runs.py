@@ -33,7 +33,7 @@ RunFn = Callable[[str, TaskStore, Callable[..., Awaitable[Any]]], Awaitable[str]
 
 
 @dataclass(eq=False)
-class Turn:
+class QueuedRun:
     """One enqueued run: waiting for a slot, then running."""
 
     task_id: str
@@ -47,29 +47,29 @@ class Runs:
     def __init__(self, limit: int | None = None) -> None:
         self.limit = int(limit if limit is not None else toolnexus_settings.MAX_RUNS)
         self._lock = threading.Lock()
-        self._turns: set[Turn] = set()
+        self._queued: set[QueuedRun] = set()
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self.closed = False
         self._start_by: float | None = None  # closing: no run starts after this
 
-    def start(self, run: RunFn, task_id: str, store: TaskStore) -> Turn:
+    def start(self, run: RunFn, task_id: str, store: TaskStore) -> QueuedRun:
         """Enqueue ``run`` for ``task_id`` (from any thread); it starts when a slot is free."""
-        turn = Turn(task_id)
+        queued = QueuedRun(task_id)
         with self._lock:
             if self.closed:
                 raise RuntimeError("this process's runs are closed (it is stopping)")
-            self._turns.add(turn)
+            self._queued.add(queued)
         try:
-            turn.future = get_runtime().run_coroutine(self._take_turn(turn, run, store))
+            queued.future = get_runtime().run_coroutine(self._run_when_admitted(queued, run, store))
         except BaseException:
-            self._forget(turn)
+            self._forget(queued)
             raise
-        turn.future.add_done_callback(lambda _: self._forget(turn))
-        return turn
+        queued.future.add_done_callback(lambda _: self._forget(queued))
+        return queued
 
-    def _forget(self, turn: Turn) -> None:
+    def _forget(self, queued: QueuedRun) -> None:
         with self._lock:
-            self._turns.discard(turn)
+            self._queued.discard(queued)
 
     def _semaphore(self) -> asyncio.Semaphore:
         # Made on (and for) the runtime's loop; a new runtime, a new one.
@@ -78,16 +78,16 @@ class Runs:
             self._slots = (loop, asyncio.Semaphore(self.limit))
         return self._slots[1]
 
-    async def _take_turn(self, turn: Turn, run: RunFn, store: TaskStore) -> str:
+    async def _run_when_admitted(self, queued: QueuedRun, run: RunFn, store: TaskStore) -> str:
         slots = self._semaphore()
         async with slots:
             if self._start_by is not None and time.monotonic() >= self._start_by:
                 return "not started"  # the Task stays where it is, for recovery
-            turn.started = True
+            queued.started = True
             try:
-                return await run(turn.task_id, store, run_sync)
+                return await run(queued.task_id, store, run_sync)
             except Exception:
-                logger.exception("Task %s: the run raised", turn.task_id)
+                logger.exception("Task %s: the run raised", queued.task_id)
                 return "error"
 
     # -- looking on ----------------------------------------------------------------------
@@ -95,16 +95,16 @@ class Runs:
     def waiting(self) -> list[str]:
         """Ids of the Tasks whose runs wait for a slot."""
         with self._lock:
-            return [t.task_id for t in self._turns if not t.started]
+            return [t.task_id for t in self._queued if not t.started]
 
     def running(self) -> list[str]:
         with self._lock:
-            return [t.task_id for t in self._turns if t.started]
+            return [t.task_id for t in self._queued if t.started]
 
     def holds(self, task_id: str) -> bool:
         """Whether a run of ``task_id`` is enqueued or running here."""
         with self._lock:
-            return any(t.task_id == task_id for t in self._turns)
+            return any(t.task_id == task_id for t in self._queued)
 
     # -- stopping ------------------------------------------------------------------------
 
@@ -116,15 +116,15 @@ class Runs:
         with self._lock:
             self.closed = True
             self._start_by = deadline
-            turns = list(self._turns)
-        for turn in turns:
-            if turn.future is None:
+            pending = list(self._queued)
+        for queued in pending:
+            if queued.future is None:
                 continue
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                turn.future.result(left)
+                queued.future.result(left)
             except concurrent.futures.TimeoutError:
-                return not any(t.started and not t.future.done() for t in turns if t.future)
+                return not any(t.started and not t.future.done() for t in pending if t.future)
             except BaseException:  # it ended (cancelled with the runtime, say)
                 pass
         return True
@@ -155,4 +155,4 @@ def close_runs(timeout: float | None = 0) -> bool:
     return current.close(timeout) if current is not None else True
 
 
-__all__ = ["Runs", "Turn", "close_runs", "runs"]
+__all__ = ["QueuedRun", "Runs", "close_runs", "runs"]

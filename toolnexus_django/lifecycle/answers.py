@@ -163,7 +163,7 @@ def take_answer(
     # The agent's question leaves the status for the history (as A2A's own
     # task managers do), so the history reads as the conversation.
     append_history(new, question, verdict.message)
-    record_outcome(new, pending, verdict.decision)
+    record_request_outcome(new, pending, verdict.decision)
     private.phase, private.answer = states.ANSWERED, dataclasses.asdict(given)
     # Who approved the call, for the tool that runs it (current_run().approved_by).
     approved = given.ok and verdict.role == REVIEWER and bool(actor)
@@ -206,7 +206,7 @@ OUTCOMES = {
 }
 
 
-def record_outcome(task: Task, pending: dict[str, Any], decision: str) -> None:
+def record_request_outcome(task: Task, pending: dict[str, Any], decision: str) -> None:
     """Add the Request's outcome to the Task's public ``metadata.requests``:
     which Request, of what kind, how it ended and when — never who decided
     (that stays in the event's private part)."""

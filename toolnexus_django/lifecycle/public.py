@@ -7,7 +7,7 @@ dialect; the signals hand it to receivers.
 
 Message and artifact parts are in the canonical (toolnexus / A2A v0.3) shape.
 A part is an object of a known kind whose fields have the right types (the
-wire refuses others on the way in, with :func:`problem`):
+wire refuses others on the way in, with :func:`part_problem`):
 
 ==========  ==============================================================
 kind        fields
@@ -38,7 +38,7 @@ logger = logging.getLogger("toolnexus_django.lifecycle")
 KINDS = ("text", "data", "file")
 
 
-def problem(part: Any) -> str | None:
+def part_problem(part: Any) -> str | None:
     """Why ``part`` is not a valid canonical part, or None."""
     if not isinstance(part, dict):
         return "must be an object"
@@ -88,7 +88,7 @@ def readable(parts: Any, task_id: str) -> list[Any]:
     if not isinstance(parts, list):
         _warn_once(task_id, "parts is not an array")
         return []
-    bad = [(i, problem(p)) for i, p in enumerate(parts)]
+    bad = [(i, part_problem(p)) for i, p in enumerate(parts)]
     bad = [(i, reason) for i, reason in bad if reason is not None]
     if not bad:
         return parts

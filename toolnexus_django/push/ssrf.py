@@ -44,7 +44,7 @@ class Target:
     address: str  # the checked IP to connect to
 
 
-def resolve(host: str, port: int) -> list[str]:
+def resolve_host(host: str, port: int) -> list[str]:
     """Every address ``host`` resolves to (IPv4 and IPv6)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return sorted({str(info[4][0]) for info in infos})
@@ -127,7 +127,7 @@ def _explain(host: str, text: str, literal: bool, form: IPAddress | None, why: s
 def check_url(
     url: str,
     allowed_hosts: Iterable[str] = (),
-    resolver: Resolver = resolve,
+    resolver: Resolver = resolve_host,
 ) -> Target:
     """The :class:`Target` of ``url``, or :class:`RefusedURL` saying why not."""
     if not isinstance(url, str) or not url or len(url) > 2048:
@@ -179,4 +179,4 @@ def check_url(
     return Target(url, scheme, host, port, path, addresses[0])
 
 
-__all__ = ["RefusedURL", "Target", "allowlist_entry", "check_url", "resolve"]
+__all__ = ["RefusedURL", "Target", "allowlist_entry", "check_url", "resolve_host"]

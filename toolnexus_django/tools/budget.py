@@ -172,7 +172,7 @@ async def in_tool_thread(fn: Callable[[], T]) -> T:
     return await loop.run_in_executor(pool.get(), context.run, fn)
 
 
-async def within_budget(call: Callable[[], Awaitable[T]]) -> T:
+async def within_connection_budget(call: Callable[[], Awaitable[T]]) -> T:
     """Run one tool call (``call()``, a toolnexus tool's ``execute``) within
     the budget: whatever it hands to a thread (``asyncio.to_thread``, the
     async ORM) runs on one tool thread of its own, taken when first needed

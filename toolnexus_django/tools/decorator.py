@@ -29,7 +29,7 @@ import toolnexus
 from toolnexus import Tool, ToolContext, ToolResult
 
 from .approval import Approval, refused
-from .budget import in_tool_thread, within_budget
+from .budget import in_tool_thread, within_connection_budget
 from .context import RunContext, answered_call, current_run
 from .offered import refusal_text
 
@@ -175,7 +175,7 @@ def _make(
         # it the call's context too (a durable resume has done so already).
         answered = answer is not None and run is not None and run.answer is None
         with answered_call(answer) if answered and answer is not None else nullcontext():
-            return await within_budget(lambda: inner.execute(arguments, ctx))
+            return await within_connection_budget(lambda: inner.execute(arguments, ctx))
 
     return DjangoTool(
         name=tool_name,
@@ -233,6 +233,6 @@ def budgeted(found: Tool) -> Tool:
     inner = found.execute
 
     async def execute(args: dict[str, Any] | None = None, ctx: ToolContext | None = None) -> Any:
-        return await within_budget(lambda: inner(args, ctx))
+        return await within_connection_budget(lambda: inner(args, ctx))
 
     return dataclasses.replace(found, execute=execute)

@@ -23,7 +23,7 @@ def permissions_of(tool: Tool) -> tuple[str, ...]:
     return tuple(getattr(tool, "permissions", ()) or ())
 
 
-def guarded(toolkit: Any) -> bool:
+def needs_permission(toolkit: Any) -> bool:
     """Whether any tool of ``toolkit`` needs a permission (else the run's
     toolkit is the process's own, untouched)."""
     return toolkit is not None and any(permissions_of(t) for t in toolkit.tools())
@@ -51,7 +51,7 @@ def prepare_run(
     permissions, it loads the owner and asks which they hold."""
     answered = None if resumed is None else (resumed[0], tuple(resumed[1]))
     run = new_run(task_id=task_id, context_id=context_id, owner_id=owner_id, resumed=answered)
-    if not guarded(toolkit):
+    if not needs_permission(toolkit):
         return run, toolkit
     offered = offered_names(toolkit, run.owner)  # loads the owner, once for the run
     return dataclasses.replace(run, _offered=offered), OfferedToolkit(toolkit, offered)

@@ -10,6 +10,7 @@ transport clamp), without a server or network.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -351,3 +352,20 @@ def test_build_client_wraps_the_configured_transport() -> None:
     assert asyncio.run(run()).text == "hi"
     [(kind, timeout)] = recorder.timeouts
     assert kind == "post" and 0 < timeout <= 3
+
+
+class _Pause:
+    def __await__(self) -> Iterator[None]:
+        yield
+
+
+def test_a_run_closed_outside_the_context_it_ran_in_closes_quietly() -> None:
+    # A run's coroutine still pending when its loop closed is closed later by
+    # the garbage collector, in another context: leaving its budget must not raise.
+    async def run() -> None:
+        with within_budget(RunBudget(5)):
+            await _Pause()
+
+    coro = run()
+    contextvars.copy_context().run(coro.send, None)  # suspended inside its own context
+    coro.close()  # from here: no ValueError about a token of another Context

@@ -96,7 +96,13 @@ def within_budget(budget: RunBudget | None) -> Iterator[None]:
     try:
         yield
     finally:
-        _budget.reset(token)
+        try:
+            _budget.reset(token)
+        except ValueError:
+            # A run's coroutine left unfinished when its loop closed is closed
+            # later by the garbage collector, outside the context it ran in:
+            # there is nothing of it to restore.
+            pass
 
 
 _diverted: contextvars.ContextVar[concurrent.futures.Executor | None] = contextvars.ContextVar(

@@ -14,7 +14,6 @@ process can keep thousands open.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
@@ -39,6 +38,7 @@ from ..a2a.methods import Awaiting, CallContext, EventStream
 from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
 from ..conf import toolnexus_settings
 from ..runtime.dbthreads import run_sync
+from ..runtime.registry import PerProcess
 from ..stores import TaskStore, get_task_store
 from ..strictjson import dumps
 from .card import endpoint_url, respond_card
@@ -77,34 +77,29 @@ class Bound:
     drf: bool
 
 
-#: (pid, generation, binding); the generation counts the settings' changes,
-#: so a binding built from settings that changed meanwhile is not kept.
-_bound: tuple[int, int, Bound] | None = None
-_generation = 0
-
-
-def bound() -> Bound:
-    """This process's :class:`Bound`."""
-    global _bound
-    found = _bound
-    if found is not None and found[0] == os.getpid() and found[1] == _generation:
-        return found[2]
-    generation, authentication = _generation, rpc_authentication_classes()
-    binding = Bound(
+def _bind() -> Bound:
+    authentication = rpc_authentication_classes()
+    return Bound(
         store=get_task_store(),
         read_timeout=float(toolnexus_settings.READ_TIMEOUT),
         authentication=tuple(authentication),  # shared by every request: not a list
         drf=needs_drf(authentication, rpc_permission_classes()),
     )
-    _bound = (os.getpid(), generation, binding)
-    return binding
+
+
+#: Rebuilt in a forked child and, as every reloading PerProcess, when
+#: TOOLNEXUS (or DATABASES, TASKS) changes; REST_FRAMEWORK below.
+_binding = PerProcess("endpoint binding", _bind)
+
+
+def bound() -> Bound:
+    """This process's :class:`Bound`."""
+    return _binding.get()
 
 
 def forget_bound() -> None:
     """Drop the binding: the next request binds the settings as they are."""
-    global _bound, _generation
-    _generation += 1
-    _bound = None
+    _binding.reset()
 
 
 def _drf_changed(*, setting: str, **kwargs: Any) -> None:
@@ -112,7 +107,6 @@ def _drf_changed(*, setting: str, **kwargs: Any) -> None:
         forget_bound()
 
 
-toolnexus_settings.on_reload(forget_bound)  # TOOLNEXUS (and DATABASES, TASKS): the store too
 setting_changed.connect(_drf_changed)
 
 

@@ -12,6 +12,7 @@ import pytest
 from django.db import connections, transaction
 
 from tests.conftest import wait_until
+from tests.counting import CountingStore
 from tests.fakes import FakeLLM, Text
 from toolnexus_django import lifecycle
 from toolnexus_django.a2a import follow
@@ -32,18 +33,6 @@ def _no_other_process(monkeypatch: pytest.MonkeyPatch) -> None:
     about local moves: the poller finds nothing (its own tests are in
     tests/lifecycle/test_wakeups.py)."""
     monkeypatch.setattr(wakeups.Hub, "_moved_in", lambda self, store, watched: {})
-
-
-class CountingStore(DjangoTaskStore):
-    """The django store, counting its reads of a Task."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gets = 0
-
-    def get(self, id: str) -> Task | None:
-        self.gets += 1
-        return super().get(id)
 
 
 def submitted(store: DjangoTaskStore) -> Task:

@@ -19,6 +19,7 @@ import pytest
 from django.db import connections
 
 from tests.conftest import wait_until
+from tests.counting import CountingStore
 from toolnexus_django import lifecycle
 from toolnexus_django.a2a import follow
 from toolnexus_django.lifecycle import wakeups
@@ -33,18 +34,6 @@ class Beats(wakeups.Hub):
 
     def _start_poller(self) -> None:
         pass
-
-
-class CountingStore(DjangoTaskStore):
-    """The django store, counting its reads of a Task."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gets = 0
-
-    def get(self, id: str) -> Task | None:
-        self.gets += 1
-        return super().get(id)
 
 
 @pytest.fixture

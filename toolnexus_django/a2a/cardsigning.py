@@ -15,9 +15,10 @@ One signature cannot serve both readings: a v1.0 reader rebuilds the card
 from its message and drops what the message has no field for. A verifier
 needs one of the two to hold.
 
-ECDSA signatures are randomised, so each card's is made once and kept (per
-process, the last :data:`KEPT` cards): the served bytes, and so the ETag, stay
-the same from one request to the next.
+ECDSA signatures are randomised, so each card's are made once and kept (per
+process, the last :data:`KEPT` cards, found by the card's JSON): the served
+bytes, and so the ETag, stay the same from one request to the next, and a
+card served again costs one ``json.dumps`` more, not a canonicalisation.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import rfc8785
 
 from ..keys import card_key, detached_jws, public_jwk
 from ..runtime.registry import PerProcess
+from ..strictjson import dumps
 
 #: Signed cards kept per process (the public card per host it is asked by,
 #: the extended card per caller).
@@ -184,26 +186,32 @@ def _without_empty(value: Any) -> Any:
 
 
 class SignedCards:
-    """The last :data:`KEPT` signatures made, by (key, header, payload)."""
+    """The signatures of the last :data:`KEPT` cards signed, by (key, key
+    set URL, the card's JSON): a card asked for again is neither signed nor
+    canonicalised again."""
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[tuple[str, str, bytes], dict[str, str]] = OrderedDict()
+        self._kept: OrderedDict[tuple[str, str, bytes], list[dict[str, str]]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def signature(self, payload: bytes, key: Any, jku: str) -> dict[str, str]:
-        index = (public_jwk(key)["kid"], jku, hashlib.sha256(payload).digest())
+    def signatures(self, card: dict[str, Any], key: Any, jku: str) -> list[dict[str, str]]:
+        index = (public_jwk(key)["kid"], jku, hashlib.sha256(dumps(card)).digest())
         with self._lock:
             found = self._kept.get(index)
             if found is not None:
                 self._kept.move_to_end(index)
-                return dict(found)
-        protected, signature = detached_jws(payload, key, {"typ": "JOSE", "jku": jku})
-        made = {"protected": protected, "signature": signature}
+                return copy.deepcopy(found)
+        made = []
+        for form in (card, v1_form(card)):
+            protected, signature = detached_jws(
+                rfc8785.dumps(form), key, {"typ": "JOSE", "jku": jku}
+            )
+            made.append({"protected": protected, "signature": signature})
         with self._lock:
             self._kept[index] = made
             while len(self._kept) > KEPT:
                 self._kept.popitem(last=False)
-        return dict(made)
+        return copy.deepcopy(made)
 
 
 _signed = PerProcess("signed Agent Cards", SignedCards)
@@ -223,9 +231,5 @@ def signed(card: dict[str, Any], endpoint_url: str) -> dict[str, Any]:
         return card
     earlier = list(card.get("signatures") or ())
     unsigned = {k: v for k, v in card.items() if k != "signatures"}
-    jku = jwks_url(endpoint_url)
-    cards = _signed.get()
-    made = [
-        cards.signature(rfc8785.dumps(form), key, jku) for form in (unsigned, v1_form(unsigned))
-    ]
+    made = _signed.get().signatures(unsigned, key, jwks_url(endpoint_url))
     return {**unsigned, "signatures": [*earlier, *made]}

@@ -31,6 +31,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from jwt import PyJWK
 from rest_framework.authentication import BasicAuthentication, TokenAuthentication
 
+from tests.checks.test_checks import GOOD, our_messages
 from tests.conftest import RpcClient, basic, http
 from toolnexus_django.a2a.card import authenticated_card, build_card
 from toolnexus_django.a2a.cardsigning import signed, v1_form
@@ -173,6 +174,21 @@ def test_the_push_key_signs_cards_unless_switched_off(settings: Any, signing: An
     settings.TOOLNEXUS = {**settings.TOOLNEXUS, "CARD_SIGNING_KEY": False}
     assert "signatures" not in signed(build_card(URL), URL)
     assert jwks()["keys"] == signing  # notifications are still signed
+    # The same key named twice is in the key set once.
+    pem = settings.TOOLNEXUS["PUSH"]["SIGNING_KEY"]
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "CARD_SIGNING_KEY": pem}
+    assert jwks()["keys"] == signing
+
+
+def test_the_system_check_refuses_a_card_key_that_cannot_sign(settings: Any) -> None:
+    def e132(key: Any) -> list[str]:
+        settings.TOOLNEXUS = {**GOOD, "CARD_SIGNING_KEY": key}
+        return [m.msg for m in our_messages() if m.id == "toolnexus_django.E132"]
+
+    (message,) = e132(pem_of(ec.generate_private_key(ec.SECP384R1())))
+    assert "CARD_SIGNING_KEY" in message and "P-256" in message
+    assert e132("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----")
+    assert e132(new_pem()) == e132(None) == e132(False) == []
 
 
 @pytest.mark.parametrize(

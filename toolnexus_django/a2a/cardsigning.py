@@ -11,6 +11,11 @@ protected header ``{"alg": "ES256", "jku": <prefix>/.well-known/jwks.json,
    a2a-sdk maps them), as protobuf's JSON mapping writes them, empty values
    left out — the payload the a2a-sdk's ``create_signature_verifier`` checks.
 
+The canonical form is the ``rfc8785`` package's: keys in UTF-16 order, no
+spaces, strings as UTF-8, numbers as ECMAScript writes them (the cards built
+here hold none, but an ``EXTENDED_AGENT_CARD`` hook's extension ``params``
+may; an integer beyond 2**53 cannot be signed and fails the card).
+
 One signature cannot serve both readings: a v1.0 reader rebuilds the card
 from its message and drops what the message has no field for. A verifier
 needs one of the two to hold.

@@ -101,8 +101,10 @@ FIELDS: dict[str, dict[str, str | None]] = {
 }
 #: Bools without proto3 ``optional``: false is their default, so never written.
 PLAIN_BOOLS = {("AgentExtension", "required"), ("OAuthFlow", "pkceRequired")}
-#: A v0.3 security scheme's ``type`` -> its v1.0 wrapper (as the a2a-sdk maps it).
-V1_WRAPPERS = {
+#: A v0.3 security scheme's ``type`` -> its v1.0 wrapper, as the reader maps it
+#: (a2a-sdk 1.3.0's table). card.V1_SCHEME_KEYS is the same today, but it is
+#: what the card writes: were it to change, the reader's table would not.
+READER_WRAPPERS = {
     "apiKey": "apiKeySecurityScheme",
     "http": "httpAuthSecurityScheme",
     "oauth2": "oauth2SecurityScheme",
@@ -141,7 +143,9 @@ def v1_form(card: dict[str, Any]) -> dict[str, Any]:
             ]
     schemes = card.get("securitySchemes")
     for name, scheme in (schemes if isinstance(schemes, dict) else {}).items():
-        wrapper = V1_WRAPPERS.get(scheme.pop("type", None)) if isinstance(scheme, dict) else None
+        wrapper = (
+            READER_WRAPPERS.get(scheme.pop("type", None)) if isinstance(scheme, dict) else None
+        )
         if wrapper is not None:
             if wrapper == "apiKeySecurityScheme" and "in" in scheme:
                 scheme["location"] = scheme.pop("in")

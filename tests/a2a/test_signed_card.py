@@ -18,6 +18,7 @@ import pytest
 import rfc8785
 from a2a.client import A2ACardResolver
 from a2a.client.card_resolver import parse_agent_card
+from a2a.compat.v0_3 import types as v03
 from a2a.utils._jcs import canonicalize
 from a2a.utils.signing import (
     InvalidSignaturesError,
@@ -171,6 +172,7 @@ def test_the_push_key_signs_cards_unless_switched_off(settings: Any, signing: An
     card = signed(build_card(URL), URL)
     assert {header_of(s)["kid"] for s in card["signatures"]} == {signing[0]["kid"]}
     verify_served(card, signing)
+    assert len(v03.AgentCard.model_validate(card).signatures) == 2  # v0.3's model takes them
     settings.TOOLNEXUS = {**settings.TOOLNEXUS, "CARD_SIGNING_KEY": False}
     assert "signatures" not in signed(build_card(URL), URL)
     assert jwks()["keys"] == signing  # notifications are still signed

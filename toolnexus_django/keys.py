@@ -65,9 +65,14 @@ def card_key() -> ec.EllipticCurvePrivateKey | None:
     return load_key(str(setting)) if setting else None
 
 
-@functools.lru_cache(maxsize=8)
 def public_jwk(key: ec.EllipticCurvePrivateKey) -> dict[str, str]:
-    """The public half of ``key`` as a JWK, its ``kid`` the RFC 7638 thumbprint."""
+    """The public half of ``key`` as a JWK, its ``kid`` the RFC 7638 thumbprint
+    (each call its own copy)."""
+    return dict(_public_jwk(key))
+
+
+@functools.lru_cache(maxsize=8)
+def _public_jwk(key: ec.EllipticCurvePrivateKey) -> dict[str, str]:
     jwk: dict[str, str] = ECAlgorithm.to_jwk(key.public_key(), as_dict=True)
     # RFC 7638: the SHA-256 of the required members, sorted, no spaces.
     required = {name: jwk[name] for name in ("crv", "kty", "x", "y")}
@@ -87,7 +92,7 @@ def jwks() -> dict[str, Any]:
     for key in (push_key(), card_key()):
         if key is not None:
             jwk = public_jwk(key)
-            found.setdefault(jwk["kid"], dict(jwk))
+            found.setdefault(jwk["kid"], jwk)
     return {"keys": list(found.values())}
 
 

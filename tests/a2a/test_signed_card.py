@@ -124,6 +124,10 @@ def test_both_cards_are_signed_and_verify_against_the_served_key_set(
     assert again.body == first.body
     etag = {"If-None-Match": first.headers["etag"]}
     assert http(agent_url + ".well-known/agent-card.json", headers=etag).status == 304
+    # The origin's card describes the mount, and names the mount's key set.
+    root = http(agent_url.split("/agent/")[0] + "/.well-known/agent-card.json").json
+    assert header_of(root["signatures"][0])["jku"] == agent_url + ".well-known/jwks.json"
+    verify_served(root, keys)
 
     # The extended card, over HTTP+JSON and JSON-RPC: signed after the hook ran.
     auth = {"A2A-Version": "1.0", **basic("alice")}

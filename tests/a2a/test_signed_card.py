@@ -186,6 +186,17 @@ def test_the_push_key_signs_cards_unless_switched_off(settings: Any, signing: An
     assert jwks()["keys"] == signing
 
 
+def test_the_official_sdk_verifies_the_second_signature_the_first_covers_the_rest(
+    signing: Any,
+) -> None:
+    card = signed(build_card(URL, [BasicAuthentication]), URL)
+    served, v1 = card["signatures"]
+    sdk_verify({**card, "signatures": [v1]}, signing)
+    with pytest.raises(InvalidSignaturesError):  # it rebuilds the card without the v0.3 fields
+        sdk_verify({**card, "signatures": [served]}, signing)
+    verify_served({**card, "signatures": [served]}, signing)
+
+
 def test_the_system_check_refuses_a_card_key_that_cannot_sign(settings: Any) -> None:
     def e132(key: Any) -> list[str]:
         settings.TOOLNEXUS = {**GOOD, "CARD_SIGNING_KEY": key}

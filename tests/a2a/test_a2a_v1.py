@@ -132,7 +132,13 @@ def test_the_card_is_a_union_for_every_client(live_server: Any, configure: Any) 
     # Push notifications: offered with the django store (the demo's).
     assert card["capabilities"] == {"streaming": True, "pushNotifications": True}
     assert all(skill["tags"] for skill in card["skills"])
+    # Modes are media types in both versions: text, and data parts (an answer
+    # comes in as one, a pending Request goes out as one).
+    modes = ["text/plain", "application/json"]
+    assert card["defaultInputModes"] == card["defaultOutputModes"] == modes
+    assert not any("inputModes" in s or "outputModes" in s for s in card["skills"])
     parsed = ParseDict(card, a2a_pb2.AgentCard(), ignore_unknown_fields=True)
+    assert list(parsed.default_input_modes) == list(parsed.default_output_modes) == modes
     assert [i.protocol_version for i in parsed.supported_interfaces] == ["1.0", "1.0", "0.3"]
     assert [i.protocol_binding for i in parsed.supported_interfaces] == [
         "JSONRPC",

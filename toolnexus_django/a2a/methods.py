@@ -30,6 +30,7 @@ from .jsonrpc import (
     RpcError,
     RpcRequest,
 )
+from .mediatypes import check_media_types
 from .params import (
     blocking_asked,
     check_id_field,
@@ -203,9 +204,11 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
     message = params.get("message")
     if not isinstance(message, dict):
         raise RpcError(INVALID_PARAMS, "Invalid params: params.message must be an object")
+    given = message.get("parts")
     if dialect is Dialect.V10:
         message = message_from_v1(message)
     check_parts(message.get("parts"))
+    check_media_types(given)  # as given: a v1.0 part states its own mediaType
     for key in ("contextId", "taskId", "messageId"):
         check_id_field(message, key)
     configuration = configuration_of(params)

@@ -33,6 +33,7 @@ from typing import Any
 
 from .dialects import negotiate_version, version_error
 from .jsonrpc import (
+    CONTENT_TYPE_NOT_SUPPORTED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -50,6 +51,7 @@ STATUS: dict[int, tuple[int, str]] = {
     TASK_NOT_FOUND: (404, "NOT_FOUND"),
     METHOD_NOT_FOUND: (404, "NOT_FOUND"),
     INVALID_PARAMS: (400, "INVALID_ARGUMENT"),
+    CONTENT_TYPE_NOT_SUPPORTED: (400, "INVALID_ARGUMENT"),
     INVALID_REQUEST: (400, "INVALID_ARGUMENT"),
     PARSE_ERROR: (400, "INVALID_ARGUMENT"),
     INTERNAL_ERROR: (500, "INTERNAL"),

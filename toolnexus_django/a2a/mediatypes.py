@@ -1,0 +1,78 @@
+"""The media types this agent accepts in a message's parts, and the check a
+send makes of them (A2A v1.0 §3.1.1: ContentTypeNotSupportedError, -32005).
+
+A run reads a message's text (text parts) and a waiting Task's answer reads
+its data (data parts); nothing here reads a file. So the accepted types are
+:data:`INPUT_MEDIA_TYPES`, the list the Agent Card's ``defaultInputModes``
+declares. A part's media type is the one it states — v1.0's ``mediaType``
+(any kind of part), a v0.3 file's ``mimeType`` — else the one its kind
+implies: text ``text/plain``, data ``application/json``, a file that states
+none ``application/octet-stream``. Parameters and case do not matter
+(``Text/Plain; charset=utf-8`` is ``text/plain``).
+
+One part the agent does not accept refuses the whole message before anything
+is stored: no part is dropped on the way in. (``acceptedOutputModes`` is a
+hint the spec says an agent SHOULD tailor its output to, not a refusal; this
+agent's output is ``text/plain`` either way.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .jsonrpc import CONTENT_TYPE_NOT_SUPPORTED, INVALID_PARAMS, RpcError
+
+#: What a message's parts may carry: text for the run, JSON data for answers.
+INPUT_MEDIA_TYPES: tuple[str, ...] = ("text/plain", "application/json")
+#: What a file part that states no media type is taken to be (RFC 2046).
+UNTYPED_FILE = "application/octet-stream"
+
+
+def essence(media_type: str) -> str:
+    """``type/subtype`` of a media type, lower case, without parameters."""
+    return media_type.split(";", 1)[0].strip().lower()
+
+
+def media_type_of(part: dict[str, Any], where: str) -> str:
+    """The media type of a part in any dialect's shape (checked: an object
+    of a known kind)."""
+    stated = part.get("mediaType")
+    if stated is None and isinstance(part.get("file"), dict):
+        stated, where = part["file"].get("mimeType"), f"{where}.file"
+    if stated is not None and not isinstance(stated, str):
+        key = "mediaType" if "mediaType" in part else "mimeType"
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid params: {where}.{key} must be a string",
+            data={"field": f"{where}.{key}"},
+        )
+    if stated:
+        return essence(stated)
+    kind = part.get("kind")
+    if kind == "text" or (kind is None and "text" in part):
+        return "text/plain"
+    if kind == "data" or (kind is None and "data" in part):
+        return "application/json"
+    return UNTYPED_FILE
+
+
+def check_media_types(parts: list[Any], where: str = "params.message.parts") -> None:
+    """-32005 naming the first part whose media type this agent does not accept."""
+    for index, part in enumerate(parts):
+        if not isinstance(part, dict):
+            continue  # the parts' shapes are checked first, elsewhere
+        media_type = media_type_of(part, f"{where}[{index}]")
+        if media_type not in INPUT_MEDIA_TYPES:
+            raise RpcError(
+                CONTENT_TYPE_NOT_SUPPORTED,
+                f"Content type not supported: {where}[{index}] is {media_type[:100]}; "
+                f"this agent accepts {', '.join(INPUT_MEDIA_TYPES)}",
+                data={
+                    "field": f"{where}[{index}]",
+                    "mediaType": media_type[:100],
+                    "supported": list(INPUT_MEDIA_TYPES),
+                },
+            )
+
+
+__all__ = ["INPUT_MEDIA_TYPES", "check_media_types", "essence", "media_type_of"]

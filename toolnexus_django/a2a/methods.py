@@ -35,6 +35,7 @@ from .params import (
     blocking_asked,
     check_id_field,
     check_parts,
+    check_required,
     configuration_of,
     history_length_of,
     message_from_v1,
@@ -204,6 +205,7 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
     message = params.get("message")
     if not isinstance(message, dict):
         raise RpcError(INVALID_PARAMS, "Invalid params: params.message must be an object")
+    check_required(message, dialect)
     given = message.get("parts")
     if dialect is Dialect.V10:
         message = message_from_v1(message)

@@ -16,8 +16,8 @@ from tests.a2a.test_rest_binding import reason, rest
 from tests.conftest import RpcClient
 from tests.fakes import FakeLLM, Text
 from tests.utils import REQUESTER_APPROVES, suspend
-from toolnexus_django.a2a.mediatypes import INPUT_MEDIA_TYPES, check_media_types
 from toolnexus_django.a2a.jsonrpc import RpcError
+from toolnexus_django.a2a.mediatypes import INPUT_MEDIA_TYPES, check_media_types
 from toolnexus_django.models import TaskRecord
 
 V1 = {"A2A-Version": "1.0"}
@@ -84,7 +84,7 @@ def test_v03_file_parts_are_judged_by_their_mime_type(
 ) -> None:
     configure(fake_llm)
     before = TaskRecord.objects.count()
-    pdf = {"kind": "file", "file": {"uri": "https://example.com/a.pdf", "mimeType": "application/pdf"}}
+    pdf = {"kind": "file", "file": {"uri": "https://h/a.pdf", "mimeType": "application/pdf"}}
     text = {"kind": "text", "text": "read the attachment"}
     for method in ("message/send", "message/stream"):
         reply = rpc.call(method, {"message": v03_message(text, pdf)})

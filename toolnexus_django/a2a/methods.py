@@ -44,6 +44,7 @@ from .params import (
     read_query,
     read_task_id,
 )
+from .protojson import json_names
 from .pushconfig import PushConfigs
 
 
@@ -166,6 +167,8 @@ def dispatch(
             params = {}
         if not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: expected an object")
+        if dialect is Dialect.V10:
+            params = json_names(operation, params)  # proto field names too
         # Every query parameter is checked before anything is looked up.
         return run(read_query(operation, params), ctx, dialect)
     except RpcError as err:

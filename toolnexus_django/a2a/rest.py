@@ -45,6 +45,7 @@ from .jsonrpc import (
     error_details,
     parse_object,
 )
+from .protojson import proto_name
 
 #: JSON-RPC code -> (HTTP status, google.rpc status) for this binding.
 STATUS: dict[int, tuple[int, str]] = {
@@ -72,7 +73,8 @@ ALLOWED = {
     "config": ("GET", "DELETE"),
 }
 
-#: The ListTasks parameters a query string may carry.
+#: The ListTasks parameters a query string may carry (each also by its proto
+#: field name: ``page_size``).
 LIST_PARAMS = (
     "contextId",
     "status",
@@ -143,13 +145,17 @@ def _flag(value: str | None, name: str) -> bool | None:
     raise RpcError(INVALID_PARAMS, f"Invalid params: {name} must be true or false")
 
 
-def _list_params(query: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+def _query_params(query: Mapping[str, Sequence[str]], names: Sequence[str]) -> dict[str, Any]:
+    """The parameters ``names`` a query string carries, by their JSON name or
+    their proto field name (``pageSize``, ``page_size``: the dispatch reads
+    both, and refuses a request naming one twice)."""
     params: dict[str, Any] = {}
-    for key in LIST_PARAMS:
-        value = _one(query, key)
-        if value is None or value == "":
-            continue
-        params[key] = _flag(value, key) if key == "includeArtifacts" else value
+    for name in names:
+        for key in (name, proto_name(name)):
+            value = _one(query, key)
+            if value is None or value == "":
+                continue
+            params[key] = _flag(value, key) if name == "includeArtifacts" else value
     return params
 
 
@@ -171,7 +177,7 @@ def route(method: str, path: str, query: Mapping[str, Sequence[str]], body: byte
             raise MethodNotAllowed(path, method)
         return call(path, v1_method, parse_object(body), "POST")
     if path == "tasks":
-        return call("tasks", "ListTasks", _list_params(query), "GET")
+        return call("tasks", "ListTasks", _query_params(query, LIST_PARAMS), "GET")
     if path == "extendedAgentCard":
         return call("extendedAgentCard", "GetExtendedAgentCard", {}, "GET")
     segments = path.split("/")
@@ -194,10 +200,7 @@ def route(method: str, path: str, query: Mapping[str, Sequence[str]], body: byte
             ):
                 if task_id.endswith(suffix) and len(task_id) > len(suffix):
                     return call(name, v1_method, {"id": task_id[: -len(suffix)]}, *methods)
-            params: dict[str, Any] = {"id": task_id}
-            history = _one(query, "historyLength")
-            if history not in (None, ""):
-                params["historyLength"] = history
+            params = {"id": task_id, **_query_params(query, ("historyLength",))}
             return call("task", "GetTask", params, "GET")
     raise RpcError(METHOD_NOT_FOUND, f"Not found: no HTTP+JSON route {path[:100]!r}")
 

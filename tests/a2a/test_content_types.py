@@ -143,3 +143,26 @@ def test_a_media_type_that_is_not_a_string_is_invalid_params() -> None:
         check_media_types([{"text": "x", "mediaType": 7}])
     assert refused.value.code == -32602
     assert refused.value.data == {"field": "params.message.parts[0].mediaType"}
+
+
+def test_accepted_output_modes_are_a_hint_not_a_refusal(
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM
+) -> None:
+    """The spec asks an agent to tailor its output to them (a SHOULD); this
+    agent's output is text/plain whatever they say. Only their shape is checked."""
+    configure(fake_llm)
+    fake_llm.on("any output", Text("plain text"))
+    send = {"message": v1_message({"text": "any output"})}
+    asked = rpc.call(
+        "SendMessage", {**send, "configuration": {"acceptedOutputModes": ["image/png"]}}, headers=V1
+    )
+    assert asked["result"]["task"]["artifacts"][0]["parts"] == [{"text": "plain text"}]
+    bad = rpc.call(
+        "message/send",
+        {
+            "message": v03_message({"kind": "text", "text": "x"}),
+            "configuration": {"acceptedOutputModes": "text/plain"},
+        },
+    )
+    assert bad["error"]["code"] == -32602
+    assert "acceptedOutputModes must be a list" in bad["error"]["message"]

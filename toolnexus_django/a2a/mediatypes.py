@@ -56,9 +56,10 @@ def media_type_of(part: dict[str, Any], where: str) -> str:
     return UNTYPED_FILE
 
 
-def check_media_types(parts: list[Any], where: str = "params.message.parts") -> None:
-    """-32005 naming the first part whose media type this agent does not accept."""
-    for index, part in enumerate(parts):
+def check_media_types(parts: Any, where: str = "params.message.parts") -> None:
+    """-32005 naming the first part whose media type this agent does not accept
+    (``parts``: a list whose shapes were checked)."""
+    for index, part in enumerate(parts or ()):
         if not isinstance(part, dict):
             continue  # the parts' shapes are checked first, elsewhere
         media_type = media_type_of(part, f"{where}[{index}]")
@@ -75,4 +76,24 @@ def check_media_types(parts: list[Any], where: str = "params.message.parts") -> 
             )
 
 
-__all__ = ["INPUT_MEDIA_TYPES", "check_media_types", "essence", "media_type_of"]
+def check_output_modes(configuration: dict[str, Any]) -> None:
+    """``configuration.acceptedOutputModes``, when given, is a list of strings
+    (-32602 otherwise); what it lists is a hint, never a refusal."""
+    modes = configuration.get("acceptedOutputModes")
+    if modes is not None and not (
+        isinstance(modes, list) and all(isinstance(m, str) for m in modes)
+    ):
+        raise RpcError(
+            INVALID_PARAMS,
+            "Invalid params: configuration.acceptedOutputModes must be a list of media types",
+            data={"field": "params.configuration.acceptedOutputModes"},
+        )
+
+
+__all__ = [
+    "INPUT_MEDIA_TYPES",
+    "check_media_types",
+    "check_output_modes",
+    "essence",
+    "media_type_of",
+]

@@ -30,7 +30,7 @@ from .jsonrpc import (
     RpcError,
     RpcRequest,
 )
-from .mediatypes import check_media_types
+from .mediatypes import check_media_types, check_output_modes
 from .params import (
     blocking_asked,
     check_id_field,
@@ -213,10 +213,11 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
     if dialect is Dialect.V10:
         message = message_from_v1(message)
     check_parts(message.get("parts"))
-    check_media_types(given)  # as given: a v1.0 part states its own mediaType
+    check_media_types(given)  # as given (a list, checked): a v1.0 part states its mediaType
     for key in ("contextId", "taskId", "messageId"):
         check_id_field(message, key)
     configuration = configuration_of(params)
+    check_output_modes(configuration)
     history_length = history_length_of(configuration.get("historyLength"))
     blocking = not streaming and blocking_asked(configuration, dialect)
     inline = push_config_of(configuration, dialect)

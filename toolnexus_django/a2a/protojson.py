@@ -110,6 +110,7 @@ def _read(value: dict[str, Any], message: Shape, where: Path) -> dict[str, Any]:
             break
     for name, inner in message.nested.items():
         item = out.get(name)
+        read: Any
         if isinstance(item, dict):
             read = _read(item, inner, (*where, name))
         elif isinstance(item, list):

@@ -2,7 +2,7 @@
 media type the agent does not accept refuses the whole message — -32005 on
 JSON-RPC (v1.0 and v0.3), HTTP 400 ``CONTENT_TYPE_NOT_SUPPORTED`` on HTTP+JSON
 — and nothing is created: no Task, no dropped part. The accepted types are
-``toolnexus_django.a2a.mediatypes.INPUT_MEDIA_TYPES`` (text/plain for the
+``toolnexus_django.lifecycle.public.MEDIA_TYPES`` (text/plain for the
 run, application/json for answers)."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from tests.conftest import RpcClient
 from tests.fakes import FakeLLM, Text
 from tests.utils import REQUESTER_APPROVES, suspend
 from toolnexus_django.a2a.jsonrpc import RpcError
-from toolnexus_django.a2a.mediatypes import INPUT_MEDIA_TYPES, check_media_types
+from toolnexus_django.a2a.mediatypes import check_media_types
+from toolnexus_django.lifecycle.public import MEDIA_TYPES
 from toolnexus_django.models import TaskRecord
 
 V1 = {"A2A-Version": "1.0"}
@@ -65,7 +66,7 @@ def test_an_unsupported_part_refuses_the_v1_send_and_creates_nothing(
         assert error["code"] == -32005, reply
         (info,) = error["data"]
         assert info["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
-        assert info["metadata"]["supported"] == ",".join(INPUT_MEDIA_TYPES)
+        assert info["metadata"]["supported"] == ",".join(MEDIA_TYPES)
     assert TaskRecord.objects.count() == before
     assert fake_llm.requests == []
 

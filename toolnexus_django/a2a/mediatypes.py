@@ -1,14 +1,15 @@
-"""The media types this agent accepts in a message's parts, and the check a
-send makes of them (A2A v1.0 §3.1.1: ContentTypeNotSupportedError, -32005).
+"""The media types a message's parts may carry, and the check a send makes of
+them (A2A v1.0 §3.1.1: ContentTypeNotSupportedError, -32005).
 
 A run reads a message's text (text parts) and a waiting Task's answer reads
-its data (data parts); nothing here reads a file. So the accepted types are
-:data:`INPUT_MEDIA_TYPES`, the list the Agent Card's ``defaultInputModes``
-declares. A part's media type is the one it states — v1.0's ``mediaType``
-(any kind of part), a v0.3 file's ``mimeType`` — else the one its kind
-implies: text ``text/plain``, data ``application/json``, a file that states
-none ``application/octet-stream``. Parameters and case do not matter
-(``Text/Plain; charset=utf-8`` is ``text/plain``).
+its data (data parts); no run reads a file. So the accepted types are
+``lifecycle.public.MEDIA_TYPES`` (``text/plain``, ``application/json``), the
+list the Agent Card's ``defaultInputModes`` declares. A part's media type is
+the one it states — v1.0's ``mediaType`` (any kind of part), a v0.3 file's
+``mimeType`` — else the one its kind implies (``KIND_MEDIA_TYPES``; a file
+that states none is ``application/octet-stream``). Parameters and case do not
+matter (``Text/Plain; charset=utf-8`` is ``text/plain``). A file of an
+accepted type is kept in the Task's history, as every part is.
 
 One part the agent does not accept refuses the whole message before anything
 is stored: no part is dropped on the way in. (``acceptedOutputModes`` is a
@@ -20,10 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..lifecycle.public import KIND_MEDIA_TYPES, MEDIA_TYPES
 from .jsonrpc import CONTENT_TYPE_NOT_SUPPORTED, INVALID_PARAMS, RpcError
 
-#: What a message's parts may carry: text for the run, JSON data for answers.
-INPUT_MEDIA_TYPES: tuple[str, ...] = ("text/plain", "application/json")
 #: What a file part that states no media type is taken to be (RFC 2046).
 UNTYPED_FILE = "application/octet-stream"
 
@@ -49,11 +49,9 @@ def media_type_of(part: dict[str, Any], where: str) -> str:
     if stated:
         return essence(stated)
     kind = part.get("kind")
-    if kind == "text" or (kind is None and "text" in part):
-        return "text/plain"
-    if kind == "data" or (kind is None and "data" in part):
-        return "application/json"
-    return UNTYPED_FILE
+    if kind is None:  # v1.0: the kind is the field the part carries
+        kind = "text" if "text" in part else "data" if "data" in part else "file"
+    return KIND_MEDIA_TYPES.get(kind, UNTYPED_FILE)
 
 
 def check_media_types(parts: Any, where: str = "params.message.parts") -> None:
@@ -63,15 +61,15 @@ def check_media_types(parts: Any, where: str = "params.message.parts") -> None:
         if not isinstance(part, dict):
             continue  # the parts' shapes are checked first, elsewhere
         media_type = media_type_of(part, f"{where}[{index}]")
-        if media_type not in INPUT_MEDIA_TYPES:
+        if media_type not in MEDIA_TYPES:
             raise RpcError(
                 CONTENT_TYPE_NOT_SUPPORTED,
                 f"Content type not supported: {where}[{index}] is {media_type[:100]}; "
-                f"this agent accepts {', '.join(INPUT_MEDIA_TYPES)}",
+                f"this agent accepts {', '.join(MEDIA_TYPES)}",
                 data={
                     "field": f"{where}[{index}]",
                     "mediaType": media_type[:100],
-                    "supported": list(INPUT_MEDIA_TYPES),
+                    "supported": list(MEDIA_TYPES),
                 },
             )
 
@@ -91,7 +89,6 @@ def check_output_modes(configuration: dict[str, Any]) -> None:
 
 
 __all__ = [
-    "INPUT_MEDIA_TYPES",
     "check_media_types",
     "check_output_modes",
     "essence",

@@ -274,6 +274,21 @@ def test_snake_and_camel_case_are_the_same_over_http_json(
     assert '"history":[' in camel[1] and '"artifacts":[' in camel[2]  # both read as asked
 
 
+def test_a_push_config_in_proto_names_is_created_over_http_json(
+    agent_url: str, configure: Any, fake_llm: FakeLLM
+) -> None:
+    """The body of ``POST tasks/{id}/pushNotificationConfigs`` is the config;
+    its ``task_id`` (as the SDK's and the TCK's clients send it) is the path's."""
+    configure(fake_llm, PUSH=PUSH)
+    fake_llm.default = Text("done")
+    message = {"message_id": "p-1", "role": "ROLE_USER", "parts": [{"text": "x"}]}
+    task_id = rest(agent_url, "POST", "message:send", {"message": message}).json["task"]["id"]
+    config = {"task_id": task_id, "id": "c1", "url": "http://127.0.0.1:9/h"}
+    made = rest(agent_url, "POST", f"tasks/{task_id}/pushNotificationConfigs", config)
+    assert made.status == 200, made.body
+    assert made.json == {"taskId": task_id, "id": "c1", "url": "http://127.0.0.1:9/h"}
+
+
 def test_both_names_at_once_are_refused_on_every_binding(
     agent_url: str, configure: Any, fake_llm: FakeLLM
 ) -> None:

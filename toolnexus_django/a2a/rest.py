@@ -185,7 +185,9 @@ def route(method: str, path: str, query: Mapping[str, Sequence[str]], body: byte
         task_id = segments[1]
         if segments[2:] == ["pushNotificationConfigs"]:
             if method == "POST":
-                created = {**parse_object(body), "taskId": task_id}
+                # The path names the Task, whatever the body says (either spelling).
+                given = {k: v for k, v in parse_object(body).items() if k != "task_id"}
+                created = {**given, "taskId": task_id}
                 return call("configs", "CreateTaskPushNotificationConfig", created, "POST")
             return call("configs", "ListTaskPushNotificationConfigs", {"taskId": task_id}, "GET")
         if len(segments) == 4 and segments[2] == "pushNotificationConfigs":

@@ -44,7 +44,7 @@ from .params import (
     read_query,
     read_task_id,
 )
-from .protojson import json_names
+from .protojson import NESTING, json_names
 from .pushconfig import PushConfigs
 
 
@@ -167,8 +167,10 @@ def dispatch(
             params = {}
         if not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: expected an object")
-        if dialect is Dialect.V10:
-            params = json_names(operation, params)  # proto field names too
+        # v1.0 names a field by its proto name too; a flat request without
+        # one ("_" in no key: every GetTask in camelCase) has nothing to read.
+        if dialect is Dialect.V10 and (operation in NESTING or any("_" in k for k in params)):
+            params = json_names(operation, params)
         # Every query parameter is checked before anything is looked up.
         return run(read_query(operation, params), ctx, dialect)
     except RpcError as err:

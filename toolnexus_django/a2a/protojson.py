@@ -90,6 +90,11 @@ REQUESTS: dict[str, Shape] = {
 }
 
 
+#: The operations whose request nests messages of the proto (a send's message,
+#: a push config's authentication): the others are read by one scan of their keys.
+NESTING = frozenset(operation for operation, request in REQUESTS.items() if request.nested)
+
+
 def json_names(operation: str, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` of a v1.0 ``operation`` with every proto field name of its
     request (nested messages included) read as its JSON name; -32602 when an
@@ -153,4 +158,4 @@ def _renamed(value: dict[str, Any], message: Shape, where: Path) -> dict[str, An
     return out
 
 
-__all__ = ["REQUESTS", "Shape", "json_names", "proto_name"]
+__all__ = ["NESTING", "REQUESTS", "Shape", "json_names", "proto_name"]

@@ -1,9 +1,10 @@
-"""A message's ``messageId`` and ``role`` are required (A2A v1.0 §5.7 and
-§3.3.2; the v0.3 schema): a send, a stream or an answer to a waiting Task
-without one is -32602 (HTTP+JSON: 400 ``INVALID_ARGUMENT``) naming the field,
-and nothing is created — none is invented. protobuf's JSON mapping writes an
-unset field as its zero value, so ``""`` and ``ROLE_UNSPECIFIED`` are missing
-too. The toolnexus dialect (SPEC §7B, no ``A2A-Version``) needs neither."""
+"""A message's ``messageId``, ``role`` and ``parts`` (at least one) are
+required (A2A v1.0 §5.7 and §3.3.2; the v0.3 schema): a send, a stream or an
+answer to a waiting Task without one is -32602 (HTTP+JSON: 400
+``INVALID_ARGUMENT``) naming the field, and nothing is created — none is
+invented. protobuf's JSON mapping writes an unset field as its zero value, so
+``""``, ``ROLE_UNSPECIFIED`` and ``[]`` are missing too. The toolnexus dialect
+(SPEC §7B, no ``A2A-Version``) needs neither id nor role."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ MISSING = [
     ("no role", {"role": None}, "role"),
     ("unset role", {"role": "ROLE_UNSPECIFIED"}, "role"),
     ("role as a number 0", {"role": 0}, "role"),
+    ("no parts", {"parts": None}, "parts"),
+    ("no part", {"parts": []}, "parts"),
 ]
 
 
@@ -61,16 +64,16 @@ def test_v1_json_rpc_refuses_a_message_without_it(
     assert TaskRecord.objects.count() == before
 
 
-@pytest.mark.parametrize(("missing", "field"), [("messageId", "messageId"), ("role", "role")])
+@pytest.mark.parametrize("missing", ["messageId", "role", "parts"])
 def test_v03_refuses_a_message_without_it(
-    rpc: RpcClient, configure: Any, fake_llm: FakeLLM, missing: str, field: str
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM, missing: str
 ) -> None:
     configure(fake_llm)
     before = TaskRecord.objects.count()
     for method in ("message/send", "message/stream"):
         reply = rpc.call(method, {"message": without(V03_MESSAGE, {missing: None})})
-        names_the_field(reply["error"], field)
-        assert reply["error"]["data"] == {"field": f"params.message.{field}"}
+        names_the_field(reply["error"], missing)
+        assert reply["error"]["data"] == {"field": f"params.message.{missing}"}
     assert TaskRecord.objects.count() == before
 
 

@@ -170,15 +170,18 @@ ROLES: dict[Dialect, tuple[Any, ...]] = {
 
 
 def check_required(message: dict[str, Any], dialect: Dialect) -> None:
-    """A message's ``messageId`` and ``role`` are required (A2A v1.0 §5.7,
-    the v0.3 schema): -32602 naming the one missing. protobuf's JSON mapping
-    writes an unset field as its zero value (``""``, ``ROLE_UNSPECIFIED``,
-    ``0``): absent too. The toolnexus dialect (SPEC §7B) needs neither."""
+    """A message's ``messageId``, ``role`` and ``parts`` (at least one: a
+    required list) are required (A2A v1.0 §5.7, the v0.3 schema): -32602
+    naming the one missing. protobuf's JSON mapping writes an unset field as
+    its zero value (``""``, ``ROLE_UNSPECIFIED``, ``0``, ``[]``): absent too.
+    The toolnexus dialect (SPEC §7B) needs only parts with text."""
     roles = ROLES.get(dialect)
     if roles is None:
         return
     if message.get("messageId") in (None, ""):
         raise required("params.message.messageId", "the sender's id for this message")
+    if message.get("parts") in (None, []):
+        raise required("params.message.parts", "at least one part")
     role = message.get("role")
     if role in (None, "", 0, "ROLE_UNSPECIFIED") and not isinstance(role, bool):
         raise required("params.message.role", " or ".join(str(r) for r in roles[:2]))

@@ -210,8 +210,13 @@ def test_v1_parts_round_trip_and_are_stored_canonically(
         {"text": "look at these"},
         {"data": {"amount": 12.5, "tags": ["taxi"]}},
         {"data": [1, 2, 3]},
-        {"raw": base64.b64encode(b"%PDF-1.4").decode(), "mediaType": "application/pdf"},
-        {"url": "https://example.invalid/r.png", "mediaType": "image/png", "filename": "r.png"},
+        # Files of the types the agent accepts (others are -32005: test_content_types.py).
+        {"raw": base64.b64encode(b"a note").decode(), "mediaType": "text/plain"},
+        {
+            "url": "https://example.invalid/r.json",
+            "mediaType": "application/json",
+            "filename": "r.json",
+        },
         {"text": "with metadata", "metadata": {"source": "scanner"}},
     ]
     task = result(
@@ -239,7 +244,7 @@ def test_v1_parts_round_trip_and_are_stored_canonically(
     ]
     assert stored["history"][0]["parts"][3]["file"] == {
         "bytes": parts[3]["raw"],
-        "mimeType": "application/pdf",
+        "mimeType": "text/plain",
     }
     assert stored["history"][0]["parts"][4]["file"]["uri"] == parts[4]["url"]
     # The same Task read through v0.3 keeps the v0.3 shapes.

@@ -218,7 +218,8 @@ def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str,
         "supportedInterfaces": [
             {"url": endpoint_url, "protocolBinding": binding, "protocolVersion": version}
             for binding, version in INTERFACES
-        ],
+        ]
+        + grpc_interface(),
         "capabilities": {"streaming": True, "pushNotifications": _pushes()},
         "defaultInputModes": ["text"],
         "defaultOutputModes": ["text"],
@@ -231,6 +232,14 @@ def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str,
         card["capabilities"]["extendedAgentCard"] = True  # v1.0
         card["supportsAuthenticatedExtendedCard"] = True  # v0.3
     return card
+
+
+def grpc_interface() -> list[dict[str, Any]]:
+    """The gRPC binding's entry (``TOOLNEXUS["GRPC"]``: its URL, else its
+    address, the ``host:port`` a gRPC channel dials), when it is on."""
+    grpc = toolnexus_settings.GRPC
+    url = grpc.get("URL") or grpc.get("ADDRESS")
+    return [{"url": str(url), "protocolBinding": "GRPC", "protocolVersion": "1.0"}] if url else []
 
 
 def _pushes() -> bool:

@@ -123,6 +123,23 @@ def agent_card_url(base_url: str) -> str | None:
         return None
 
 
+def endpoint_url(base_url: str) -> str:
+    """The JSON-RPC endpoint's URL on this server (``""`` when the project's
+    URLconf does not mount the app)."""
+    try:
+        return base_url.rstrip("/") + reverse("toolnexus_django:rpc")
+    except NoReverseMatch:
+        return ""
+
+
+def grpc_address(value: str) -> tuple[str, int, str]:
+    """``TOOLNEXUS["GRPC"]["ADDRESS"]`` -> ``(host, port, grpc's target)``:
+    ``"host:port"`` (an IPv6 host in brackets) or a port on 127.0.0.1, as
+    for HTTP; raises ``ValueError``."""
+    host, port = parse_addrport(value)
+    return host, port, _netloc(host, port)
+
+
 def _without_credentials(url: str) -> str:
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
@@ -197,6 +214,8 @@ class ServeOptions:
     #: The most bytes of a request's line and headers (MAX_HEADER_BYTES).
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
     access_log: bool = False
+    #: Where every worker serves gRPC too (``"host:port"``; None: off).
+    grpc_address: str | None = None
 
     @property
     def bind(self) -> str:
@@ -232,6 +251,8 @@ class ServeApplication(BaseApplication):
                 "grace": opts.grace,
                 "read_timeout": opts.read_timeout,
                 "max_header_bytes": opts.max_header_bytes,
+                "grpc_address": opts.grpc_address,
+                "endpoint_url": endpoint_url(opts.base_url),
             },
         )
         config: dict[str, Any] = {

@@ -1,0 +1,141 @@
+"""The gRPC binding's parts that need no server: A2A's errors as gRPC statuses
+the official client maps back, the card's GRPC interface, a call's metadata
+as the request DRF authenticates, and grpc kept out of every other module.
+(Served end to end: tests/a2a/test_grpc_served.py, test_a2a_sdk.py.)"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import grpc
+import pytest
+from a2a.client import ClientConfig, ClientFactory
+from a2a.client.card_resolver import parse_agent_card
+from a2a.client.transports.grpc import GrpcTransport
+from a2a.utils.errors import A2A_REASON_TO_ERROR
+from google.rpc import error_details_pb2, status_pb2
+
+from tests.layers import PACKAGE, parse
+from toolnexus_django.a2a.card import build_card
+from toolnexus_django.a2a.jsonrpc import RpcError
+from toolnexus_django.serving.grpcbinding import http_scope, status_of
+
+ENDPOINT = "http://testserver/agent/"
+
+#: (JSON-RPC code, gRPC status, the SDK's error class) — A2A v1.0 §5.4.
+TABLE = [
+    (-32001, grpc.StatusCode.NOT_FOUND, "TaskNotFoundError"),
+    (-32002, grpc.StatusCode.FAILED_PRECONDITION, "TaskNotCancelableError"),
+    (-32003, grpc.StatusCode.FAILED_PRECONDITION, "PushNotificationNotSupportedError"),
+    (-32004, grpc.StatusCode.FAILED_PRECONDITION, "UnsupportedOperationError"),
+    (-32005, grpc.StatusCode.INVALID_ARGUMENT, "ContentTypeNotSupportedError"),
+    (-32006, grpc.StatusCode.INTERNAL, "InvalidAgentResponseError"),
+    (-32007, grpc.StatusCode.FAILED_PRECONDITION, "ExtendedAgentCardNotConfiguredError"),
+    (-32009, grpc.StatusCode.FAILED_PRECONDITION, "VersionNotSupportedError"),
+    (-32600, grpc.StatusCode.INVALID_ARGUMENT, "InvalidRequestError"),
+    (-32700, grpc.StatusCode.INVALID_ARGUMENT, "InvalidRequestError"),
+    (-32601, grpc.StatusCode.NOT_FOUND, "MethodNotFoundError"),
+    (-32602, grpc.StatusCode.INVALID_ARGUMENT, "InvalidParamsError"),
+    (-32603, grpc.StatusCode.INTERNAL, "InternalError"),
+]
+
+
+@pytest.mark.parametrize(("code", "status", "sdk_error"), TABLE)
+def test_each_a2a_error_is_its_grpc_status_with_the_reason_the_sdk_maps_back(
+    code: int, status: grpc.StatusCode, sdk_error: str
+) -> None:
+    got, details = status_of(RpcError(code, "what went wrong", data={"taskId": "t-1"}))
+    assert got == status
+    rich = status_pb2.Status.FromString(details)
+    assert (rich.code, rich.message) == (status.value[0], "what went wrong")
+    info = error_details_pb2.ErrorInfo()
+    assert rich.details[0].Unpack(info)
+    assert info.domain == "a2a-protocol.org" and dict(info.metadata) == {"taskId": "t-1"}
+    assert A2A_REASON_TO_ERROR[info.reason].__name__ == sdk_error
+
+
+def test_the_card_declares_grpc_only_when_it_is_on(settings: Any) -> None:
+    def grpc_entries() -> list[dict[str, Any]]:
+        card = build_card(ENDPOINT)
+        return [i for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+
+    assert grpc_entries() == []
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "GRPC": {"ADDRESS": "127.0.0.1:50051"}}
+    assert grpc_entries() == [
+        {"url": "127.0.0.1:50051", "protocolBinding": "GRPC", "protocolVersion": "1.0"}
+    ]
+    # Behind a proxy, or listening on every interface: the URL clients dial.
+    public = {"ADDRESS": "0.0.0.0:50051", "URL": "agent.example.com:443"}
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "GRPC": public}
+    [entry] = grpc_entries()
+    assert entry["url"] == "agent.example.com:443"
+
+    # The official client, asked for gRPC, dials that entry.
+    dialed: list[str] = []
+
+    def channel(url: str) -> Any:
+        dialed.append(url)
+        return grpc.aio.insecure_channel(url)
+
+    config = ClientConfig(supported_protocol_bindings=["GRPC"], grpc_channel_factory=channel)
+    client = ClientFactory(config).create(parse_agent_card(build_card(ENDPOINT)))
+    assert isinstance(client._transport, GrpcTransport)  # type: ignore[attr-defined]
+    assert dialed == ["agent.example.com:443"]
+
+
+class Call:
+    """What a grpc.aio servicer context tells of a call: its metadata and peer."""
+
+    def __init__(self, metadata: tuple[tuple[str, Any], ...], peer: str) -> None:
+        self.metadata, self.address = metadata, peer
+
+    def invocation_metadata(self) -> tuple[tuple[str, Any], ...]:
+        return self.metadata
+
+    def peer(self) -> str:
+        return self.address
+
+
+def test_a_calls_metadata_is_the_request_drf_authenticates() -> None:
+    call = Call(
+        (
+            ("authorization", "Basic YWxpY2U6YWxpY2UtcHc="),
+            ("a2a-version", "1.0"),
+            ("trace-bin", b"\x00\x01"),  # binary metadata is no header
+        ),
+        "ipv6:[::1]:5555",
+    )
+    scope = http_scope(call, "GetTask")  # type: ignore[arg-type]
+    assert scope["path"] == "/lf.a2a.v1.A2AService/GetTask"
+    assert scope["headers"] == [
+        (b"authorization", b"Basic YWxpY2U6YWxpY2UtcHc="),
+        (b"a2a-version", b"1.0"),
+    ]
+    assert scope["client"] == ("::1", 5555)
+
+
+GRPC_MODULES = {"serving/grpcbinding.py", "serving/grpcserver.py"}
+GRPC_IMPORTS = ("grpc", "a2a", "google.protobuf", "google.rpc")
+
+
+def test_only_the_grpc_modules_import_grpc_and_nothing_loads_them_up_front() -> None:
+    """A process that does not serve gRPC never loads grpcio (nor the SDK):
+    the master forks without it, and HTTP requests do not pay for it."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = str(path.relative_to(PACKAGE))
+        tree = parse(path.read_text(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                found = [("." * node.level) + (node.module or "")]
+            else:
+                continue
+            for module in found:
+                if name not in GRPC_MODULES:
+                    assert not module.startswith(GRPC_IMPORTS), f"{name} imports {module}"
+                loads = module.rsplit(".", 1)[-1] in ("grpcbinding", "grpcserver")
+                top_level = node in tree.body
+                if loads and name not in GRPC_MODULES:
+                    assert not top_level, f"{name} imports {module} up front"

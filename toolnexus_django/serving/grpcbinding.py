@@ -133,7 +133,7 @@ def http_scope(context: grpc.aio.ServicerContext, method: str) -> dict[str, Any]
     }
 
 
-def refusal(status: int, body: bytes) -> Refused:
+def drf_refusal(status: int, body: bytes) -> Refused:
     """DRF's refusal (its status and JSON body) as the call's status."""
     try:
         detail = json.loads(body).get("detail")
@@ -143,7 +143,9 @@ def refusal(status: int, body: bytes) -> Refused:
     return Refused(code, str(detail or "Refused"))
 
 
-def call_context(context: grpc.aio.ServicerContext, method: str, endpoint_url: str) -> CallContext:
+def grpc_call_context(
+    context: grpc.aio.ServicerContext, method: str, endpoint_url: str
+) -> CallContext:
     """Who is calling (the endpoint's DRF classes) and what they may do; runs
     on a database thread (authenticating may query). Raises :class:`Refused`."""
     binding = bound()
@@ -151,7 +153,7 @@ def call_context(context: grpc.aio.ServicerContext, method: str, endpoint_url: s
     if binding.drf:
         request, refused = authenticate(http_scope(context, method), b"")  # type: ignore[arg-type]
         if refused is not None:
-            raise refusal(refused[0], refused[1])
+            raise drf_refusal(refused[0], refused[1])
     last_event_id = dict(context.invocation_metadata() or ()).get("last-event-id")
     return CallContext(
         store=binding.store,
@@ -233,7 +235,7 @@ class A2AService(a2a_pb2_grpc.A2AServiceServicer):
     async def _dispatch(
         self, request: Message, context: grpc.aio.ServicerContext, method: str
     ) -> Any:
-        ctx = await run_sync(call_context, context, method, self.endpoint_url)
+        ctx = await run_sync(grpc_call_context, context, method, self.endpoint_url)
         params = json_format.MessageToDict(request)
         return ctx, await run_sync(handler.dispatch, RpcRequest(None, method, params), ctx)
 

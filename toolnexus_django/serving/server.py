@@ -84,7 +84,7 @@ def agent_card_url(base_url: str) -> str | None:
         return None
 
 
-def endpoint_url(base_url: str) -> str:
+def served_endpoint_url(base_url: str) -> str:
     """The JSON-RPC endpoint's URL on this server (``""`` when the project's
     URLconf does not mount the app)."""
     try:
@@ -213,7 +213,7 @@ class ServeApplication(BaseApplication):
                 "read_timeout": opts.read_timeout,
                 "max_header_bytes": opts.max_header_bytes,
                 "grpc_address": opts.grpc_address,
-                "endpoint_url": endpoint_url(opts.base_url),
+                "endpoint_url": served_endpoint_url(opts.base_url),
             },
         )
         config: dict[str, Any] = {

@@ -28,6 +28,7 @@ from a2a.client.client import Client, ClientCallContext
 from a2a.types import a2a_pb2_grpc
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -48,6 +49,7 @@ from tests.conftest import basic
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
 from tests.servers import Served, fake_env, free_port, serve
 from tests.utils import pending_id
+from toolnexus_django.a2a.card import EXTENDED_CARD_EXTENSION
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -205,6 +207,9 @@ def test_the_endpoints_drf_classes_decide_who_calls_and_whose_tasks_they_see(
             listed = await client.list_tasks(ListTasksRequest(), context=as_user("ann"))
             assert [t.id for t in listed.tasks] == [task.id]
             ann = as_user("ann")
+            card = await client.get_extended_agent_card(GetExtendedAgentCardRequest(), context=ann)
+            [extension] = card.capabilities.extensions
+            assert extension.uri == EXTENDED_CARD_EXTENSION and "ann" in extension.description
             canceled = await client.cancel_task(CancelTaskRequest(id=task.id), context=ann)
             assert canceled.status.state == TaskState.TASK_STATE_CANCELED
 

@@ -76,11 +76,13 @@ def test_the_card_declares_grpc_only_when_it_is_on(settings: Any) -> None:
 
     def channel(url: str) -> Any:
         dialed.append(url)
-        return grpc.aio.insecure_channel(url)
+        return grpc.insecure_channel(url)  # connects lazily: never, here
 
     config = ClientConfig(supported_protocol_bindings=["GRPC"], grpc_channel_factory=channel)
     client = ClientFactory(config).create(parse_agent_card(build_card(ENDPOINT)))
-    assert isinstance(client._transport, GrpcTransport)  # type: ignore[attr-defined]
+    transport = client._transport  # type: ignore[attr-defined]
+    assert isinstance(transport, GrpcTransport)
+    transport.channel.close()
     assert dialed == ["agent.example.com:443"]
 
 

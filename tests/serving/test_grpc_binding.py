@@ -13,13 +13,20 @@ import pytest
 from a2a.client import ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
 from a2a.client.transports.grpc import GrpcTransport
+from a2a.types import a2a_pb2
 from a2a.utils.errors import A2A_REASON_TO_ERROR
+from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
+from rest_framework.authentication import BasicAuthentication
 
+from tests import taskdicts
 from tests.layers import PACKAGE, parse
 from toolnexus_django.a2a.card import build_card
+from toolnexus_django.a2a.dialects import Dialect, artifact_event, render_task, status_update
 from toolnexus_django.a2a.jsonrpc import RpcError
+from toolnexus_django.serving import grpcmessages
 from toolnexus_django.serving.grpcbinding import http_scope, status_of
+from toolnexus_django.serving.grpcmessages import as_message
 
 ENDPOINT = "http://testserver/agent/"
 
@@ -53,6 +60,62 @@ def test_each_a2a_error_is_its_grpc_status_with_the_reason_the_sdk_maps_back(
     assert rich.details[0].Unpack(info)
     assert info.domain == "a2a-protocol.org" and dict(info.metadata) == {"taskId": "t-1"}
     assert A2A_REASON_TO_ERROR[info.reason].__name__ == sdk_error
+
+
+def rendered_results() -> list[tuple[dict[str, Any], type[Any]]]:
+    """What this server answers over gRPC, in every shape a result takes."""
+    message = {"role": "user", "parts": [{"kind": "text", "text": "summarise"}]}
+    task = taskdicts.new_task(message, text="summarise", owner=None)
+    done = taskdicts.completed(task, "a summary")
+    done["metadata"] = {"source": "test", "nested": {"n": 1.5, "ok": True, "list": [1, "a"]}}
+    done["artifacts"].append(
+        {
+            "artifactId": "a-2",
+            "parts": [
+                {"kind": "data", "data": {"rows": [{"x": 1}], "empty": {}}},
+                {"kind": "file", "file": {"bytes": "aGVsbG8=", "mimeType": "text/plain"}},
+                {"kind": "file", "file": {"uri": "https://example.com/f", "name": "f.txt"}},
+            ],
+        }
+    )
+    waiting = taskdicts.with_status(task, "input-required", "Approve it?")
+    v1 = [render_task(t, Dialect.V10) for t in (task, done, waiting)]
+    return [
+        *((t, a2a_pb2.Task) for t in v1),
+        ({"task": v1[1]}, a2a_pb2.SendMessageResponse),
+        ({"task": v1[0]}, a2a_pb2.StreamResponse),
+        (status_update(done, done["status"], Dialect.V10, final=True), a2a_pb2.StreamResponse),
+        (artifact_event(done, done["artifacts"][1], Dialect.V10), a2a_pb2.StreamResponse),
+        (
+            {"tasks": v1, "nextPageToken": "", "pageSize": 3, "totalSize": 3},
+            a2a_pb2.ListTasksResponse,
+        ),
+        (build_card(ENDPOINT), a2a_pb2.AgentCard),  # v0.3 fields to leave out
+        (build_card(ENDPOINT, [BasicAuthentication]), a2a_pb2.AgentCard),  # a map: securitySchemes
+    ]
+
+
+def test_results_become_exactly_the_messages_parse_dict_makes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    results = rendered_results()
+    expected = [json_format.ParseDict(r, k(), ignore_unknown_fields=True) for r, k in results]
+    parsed: list[str] = []
+    original = json_format.ParseDict
+
+    def parse_dict(value: Any, message: Any, **kw: Any) -> Any:
+        parsed.append(message.DESCRIPTOR.name)
+        return original(value, message, **kw)
+
+    monkeypatch.setattr(grpcmessages.json_format, "ParseDict", parse_dict)
+    for (result, kind), want in zip(results, expected, strict=True):
+        assert as_message(result, kind) == want, kind.__name__
+    # ParseDict did only the small well-known types, and the card with a map.
+    assert set(parsed) == {"Struct", "Value", "AgentCard"}
+    # Every part shape made it through (a file's bytes, a data part's Struct).
+    parts = as_message(results[1][0], a2a_pb2.Task).artifacts[1].parts  # type: ignore[attr-defined]
+    assert [p.WhichOneof("content") for p in parts] == ["data", "raw", "url"]
+    assert parts[1].raw == b"hello"
 
 
 def test_the_card_declares_grpc_only_when_it_is_on(settings: Any) -> None:
@@ -117,7 +180,7 @@ def test_a_calls_metadata_is_the_request_drf_authenticates() -> None:
     assert scope["client"] == ("::1", 5555)
 
 
-GRPC_MODULES = {"serving/grpcbinding.py", "serving/grpcserver.py"}
+GRPC_MODULES = {"serving/grpcbinding.py", "serving/grpcserver.py", "serving/grpcmessages.py"}
 GRPC_IMPORTS = ("grpc", "a2a", "google.protobuf", "google.rpc")
 
 
@@ -137,7 +200,7 @@ def test_only_the_grpc_modules_import_grpc_and_nothing_loads_them_up_front() -> 
             for module in found:
                 if name not in GRPC_MODULES:
                     assert not module.startswith(GRPC_IMPORTS), f"{name} imports {module}"
-                loads = module.rsplit(".", 1)[-1] in ("grpcbinding", "grpcserver")
+                loads = module.rsplit(".", 1)[-1] in ("grpcbinding", "grpcserver", "grpcmessages")
                 top_level = node in tree.body
                 if loads and name not in GRPC_MODULES:
                     assert not top_level, f"{name} imports {module} up front"

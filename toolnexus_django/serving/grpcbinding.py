@@ -13,7 +13,8 @@ Each call goes through the same steps as an HTTP request:
    same name (``handler.dispatch`` on a database thread): the same params
    checks, the same store, the same owner scoping — another owner's Task is
    ``NOT_FOUND``;
-3. the v1.0 result back into the response message (``json_format.ParseDict``);
+3. the v1.0 result back into the response message (:mod:`.grpcmessages`: what
+   ``json_format.ParseDict`` makes, for a tenth of its CPU);
    a stream's events one ``StreamResponse`` each, read from the Task's events
    as SSE reads them (``EventStream.aevents``: no thread per stream);
 4. an ``RpcError`` as the status of A2A v1.0's error table (:data:`STATUS`),
@@ -59,6 +60,7 @@ from ..a2a.jsonrpc import (
 from ..a2a.methods import Awaiting, CallContext, EventStream
 from ..runtime.dbthreads import run_sync
 from .endpoint import bound
+from .grpcmessages import as_message
 from .handler import EndpointActions, handler
 from .pipeline import authenticate, caller_owner
 
@@ -196,12 +198,6 @@ def _metadata(data: Any) -> dict[str, str]:
         str(k): v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), default=str)
         for k, v in data.items()
     }
-
-
-def as_message(result: Any, kind: type[Message]) -> Message:
-    """A v1.0 result dict as the response message ``kind`` (fields the proto
-    lacks, like the card's v0.3 ones, left out)."""
-    return json_format.ParseDict(result, kind(), ignore_unknown_fields=True)
 
 
 #: method -> its response message (SendStreamingMessage and SubscribeToTask: each event).

@@ -179,6 +179,9 @@ def test_the_endpoints_drf_classes_decide_who_calls_and_whose_tasks_they_see(
         wrong = credentials("ann", "wrong")
         assert await refused(address, wrong) == grpc.StatusCode.UNAUTHENTICATED
         assert await refused(address, credentials("carl")) == grpc.StatusCode.PERMISSION_DENIED
+        # The binding is A2A 1.0's: a client that says it speaks 0.3 is told so.
+        old = (*credentials("ann"), ("a2a-version", "0.3"))
+        assert await refused(address, old) == grpc.StatusCode.FAILED_PRECONDITION
 
         async with grpc_client(base) as client:
             task = await send(client, request("ann's job"), context=as_user("ann"))

@@ -44,6 +44,7 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 
 from ..a2a.card import extended_card_builder
+from ..a2a.dialects import negotiate_version, version_error
 from ..a2a.follow import await_settled
 from ..a2a.jsonrpc import (
     A2A_DOMAIN,
@@ -156,7 +157,10 @@ def grpc_call_context(
         request, refused = authenticate(http_scope(context, method), b"")  # type: ignore[arg-type]
         if refused is not None:
             raise drf_refusal(refused[0], refused[1])
-    last_event_id = dict(context.invocation_metadata() or ()).get("last-event-id")
+    metadata = dict(context.invocation_metadata() or ())
+    if negotiate_version(metadata.get("a2a-version")) == "0.3":  # v1.0's binding, as REST
+        raise version_error("The gRPC binding speaks A2A 1.0: send a2a-version: 1.0")
+    last_event_id = metadata.get("last-event-id")
     return CallContext(
         store=binding.store,
         actions=EndpointActions(binding.store),

@@ -60,7 +60,7 @@ from ..a2a.jsonrpc import (
 )
 from ..a2a.methods import Awaiting, CallContext, EventStream
 from ..runtime.dbthreads import run_sync
-from .endpoint import bound
+from .endpoint import Bound, bound
 from .grpcmessages import as_message
 from .handler import EndpointActions, handler
 from .pipeline import authenticate, caller_owner
@@ -146,17 +146,20 @@ def drf_refusal(status: int, body: bytes) -> Refused:
     return Refused(code, str(detail or "Refused"))
 
 
+def grpc_caller(context: grpc.aio.ServicerContext, method: str) -> Any:
+    """The DRF request the endpoint's classes authenticated (on a database
+    thread: authenticating may query); raises :class:`Refused`."""
+    request, refused = authenticate(http_scope(context, method), b"")  # type: ignore[arg-type]
+    if refused is not None:
+        raise drf_refusal(refused[0], refused[1])
+    return request
+
+
 def grpc_call_context(
-    context: grpc.aio.ServicerContext, method: str, endpoint_url: str
+    context: grpc.aio.ServicerContext, binding: Bound, request: Any, endpoint_url: str
 ) -> CallContext:
-    """Who is calling (the endpoint's DRF classes) and what they may do; runs
-    on a database thread (authenticating may query). Raises :class:`Refused`."""
-    binding = bound()
-    request = None
-    if binding.drf:
-        request, refused = authenticate(http_scope(context, method), b"")  # type: ignore[arg-type]
-        if refused is not None:
-            raise drf_refusal(refused[0], refused[1])
+    """Who is calling (``request``: DRF's, or None where no class is set)
+    and what they may do."""
     metadata = dict(context.invocation_metadata() or ())
     if negotiate_version(metadata.get("a2a-version")) == "0.3":  # v1.0's binding, as REST
         raise version_error("The gRPC binding speaks A2A 1.0: send a2a-version: 1.0")
@@ -235,7 +238,10 @@ class A2AService(a2a_pb2_grpc.A2AServiceServicer):
     async def _dispatch(
         self, request: Message, context: grpc.aio.ServicerContext, method: str
     ) -> Any:
-        ctx = await run_sync(grpc_call_context, context, method, self.endpoint_url)
+        binding = bound()
+        # Only a call DRF must see takes a thread for it (as over ASGI).
+        caller = await run_sync(grpc_caller, context, method) if binding.drf else None
+        ctx = grpc_call_context(context, binding, caller, self.endpoint_url)
         params = json_format.MessageToDict(request)
         return ctx, await run_sync(handler.dispatch, RpcRequest(None, method, params), ctx)
 

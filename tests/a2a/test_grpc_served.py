@@ -156,12 +156,18 @@ def test_a_task_answered_in_the_admin_completes_over_grpc(
         assert done.artifacts[0].parts[0].text == "Your claim is filed."
 
 
-async def refused(address: str, metadata: tuple[tuple[str, str], ...]) -> grpc.StatusCode:
-    """The status a GetTask gets with ``metadata`` (the SDK's own stub)."""
+async def refused(
+    address: str, metadata: tuple[tuple[str, str], ...], request: Any = None
+) -> grpc.StatusCode:
+    """The status a GetTask (or a SendMessage of ``request``) gets with
+    ``metadata``, called with the SDK's own stub."""
     async with grpc.aio.insecure_channel(address) as channel:
         stub = a2a_pb2_grpc.A2AServiceStub(channel)
         with pytest.raises(grpc.aio.AioRpcError) as caught:
-            await stub.GetTask(GetTaskRequest(id="any"), metadata=metadata)
+            if request is None:
+                await stub.GetTask(GetTaskRequest(id="any"), metadata=metadata)
+            else:
+                await stub.SendMessage(request, metadata=metadata)
     return caught.value.code()
 
 
@@ -182,6 +188,10 @@ def test_the_endpoints_drf_classes_decide_who_calls_and_whose_tasks_they_see(
         # The binding is A2A 1.0's: a client that says it speaks 0.3 is told so.
         old = (*credentials("ann"), ("a2a-version", "0.3"))
         assert await refused(address, old) == grpc.StatusCode.FAILED_PRECONDITION
+        # Bad input is INVALID_ARGUMENT, and nothing is created (ann lists one Task below).
+        no_parts = SendMessageRequest(message=Message(message_id="m-1", role=Role.ROLE_USER))
+        bad = await refused(address, credentials("ann"), no_parts)
+        assert bad == grpc.StatusCode.INVALID_ARGUMENT
 
         async with grpc_client(base) as client:
             task = await send(client, request("ann's job"), context=as_user("ann"))

@@ -171,13 +171,19 @@ def test_a_calls_metadata_is_the_request_drf_authenticates() -> None:
         ),
         "ipv6:[::1]:5555",
     )
-    scope = http_scope(call, "GetTask")  # type: ignore[arg-type]
+    scope = http_scope(call, "GetTask", "agent.example.com:443")  # type: ignore[arg-type]
     assert scope["path"] == "/lf.a2a.v1.A2AService/GetTask"
     assert scope["headers"] == [
         (b"authorization", b"Basic YWxpY2U6YWxpY2UtcHc="),
         (b"a2a-version", b"1.0"),
+        (b"host", b"agent.example.com:443"),  # where clients dial (grpc passes no :authority)
     ]
     assert scope["client"] == ("::1", 5555)
+    # A host the caller names wins.
+    named = Call((("host", "other.example.com"),), "ipv4:10.0.0.1:1")
+    scope = http_scope(named, "GetTask", "agent.example.com:443")  # type: ignore[arg-type]
+    assert scope["headers"] == [(b"host", b"other.example.com")]
+    assert scope["client"] == ("10.0.0.1", 1)
 
 
 GRPC_MODULES = {"serving/grpcbinding.py", "serving/grpcserver.py", "serving/grpcmessages.py"}

@@ -110,14 +110,20 @@ class Refused(Exception):
         self.message = message
 
 
-def http_scope(context: grpc.aio.ServicerContext, method: str) -> dict[str, Any]:
+def http_scope(
+    context: grpc.aio.ServicerContext, method: str, authority: str = ""
+) -> dict[str, Any]:
     """The call as the ASGI scope of a POST to ``/<service>/<method>``: its
-    metadata as headers (binary ``-bin`` entries left out), its peer as the client."""
+    metadata as headers (binary ``-bin`` entries left out), its peer as the
+    client, and ``authority`` (where clients dial: grpc passes no ``:authority``
+    on) as its Host unless the metadata names one, for ``request.get_host()``."""
     headers = [
         (str(key).lower().encode("latin-1"), value.encode("latin-1", "replace"))
         for key, value in context.invocation_metadata() or ()
         if isinstance(value, str) and not str(key).startswith(":")
     ]
+    if authority and not any(key == b"host" for key, _ in headers):
+        headers.append((b"host", authority.encode("latin-1", "replace")))
     peer = context.peer() or ""  # "ipv4:127.0.0.1:5555"
     host, _, port = peer.partition(":")[2].rpartition(":")
     return {
@@ -146,10 +152,11 @@ def drf_refusal(status: int, body: bytes) -> Refused:
     return Refused(code, str(detail or "Refused"))
 
 
-def grpc_caller(context: grpc.aio.ServicerContext, method: str) -> Any:
+def grpc_caller(context: grpc.aio.ServicerContext, method: str, authority: str) -> Any:
     """The DRF request the endpoint's classes authenticated (on a database
     thread: authenticating may query); raises :class:`Refused`."""
-    request, refused = authenticate(http_scope(context, method), b"")  # type: ignore[arg-type]
+    scope = http_scope(context, method, authority)
+    request, refused = authenticate(scope, b"")  # type: ignore[arg-type]
     if refused is not None:
         raise drf_refusal(refused[0], refused[1])
     return request
@@ -227,10 +234,12 @@ class A2AService(a2a_pb2_grpc.A2AServiceServicer):
     """Every method of the service, each one the v1.0 operation of its name.
 
     ``endpoint_url``: the JSON-RPC endpoint's absolute URL, which the
-    extended card names (a gRPC call does not say which HTTP host it meant)."""
+    extended card names (a gRPC call does not say which HTTP host it meant);
+    ``authority``: the ``host:port`` clients dial (the card's gRPC URL)."""
 
-    def __init__(self, endpoint_url: str = "") -> None:
+    def __init__(self, endpoint_url: str = "", authority: str = "") -> None:
         self.endpoint_url = endpoint_url
+        self.authority = authority
         for method in RESPONSES:
             streams = RESPONSES[method] is a2a_pb2.StreamResponse
             setattr(self, method, self._streaming(method) if streams else self._unary(method))
@@ -240,7 +249,9 @@ class A2AService(a2a_pb2_grpc.A2AServiceServicer):
     ) -> Any:
         binding = bound()
         # Only a call DRF must see takes a thread for it (as over ASGI).
-        caller = await run_sync(grpc_caller, context, method) if binding.drf else None
+        caller = (
+            await run_sync(grpc_caller, context, method, self.authority) if binding.drf else None
+        )
         ctx = grpc_call_context(context, binding, caller, self.endpoint_url)
         params = json_format.MessageToDict(request)
         return ctx, await run_sync(handler.dispatch, RpcRequest(None, method, params), ctx)
@@ -304,8 +315,8 @@ async def abort(context: grpc.aio.ServicerContext, exc: Exception, method: str) 
     await context.abort(code, exc.message)
 
 
-def add_service(server: grpc.aio.Server, endpoint_url: str = "") -> A2AService:
+def add_service(server: grpc.aio.Server, endpoint_url: str = "", authority: str = "") -> A2AService:
     """Serve the A2A service on ``server``."""
-    service = A2AService(endpoint_url)
+    service = A2AService(endpoint_url, authority)
     a2a_pb2_grpc.add_A2AServiceServicer_to_server(service, server)
     return service

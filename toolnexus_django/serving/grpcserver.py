@@ -21,6 +21,7 @@ import logging
 
 import grpc
 
+from ..a2a.card import grpc_interface
 from .grpcbinding import add_service
 
 logger = logging.getLogger("toolnexus_django.server")
@@ -28,6 +29,11 @@ logger = logging.getLogger("toolnexus_django.server")
 #: The largest message either way (grpc's default receive limit is 4 MiB;
 #: a Task may carry up to MAX_OUTPUT_CHARS of text and its history).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+def grpc_interface_url() -> str:
+    """The URL the card names for this binding (``GRPC["URL"]``, else ``ADDRESS``)."""
+    return "".join(entry["url"] for entry in grpc_interface())
 
 
 class GrpcServer:
@@ -47,7 +53,8 @@ class GrpcServer:
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ]
         )
-        add_service(server, self.endpoint_url)
+        # The Host a call's request gets: where clients dial, as the card says.
+        add_service(server, self.endpoint_url, grpc_interface_url() or self.address)
         server.add_insecure_port(self.address)
         await server.start()
         self.server = server

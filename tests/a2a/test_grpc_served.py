@@ -232,6 +232,11 @@ def test_the_endpoints_drf_classes_decide_who_calls_and_whose_tasks_they_see(
         fake_llm.release()
 
 
+def grpc_loaded(pid: int) -> bool:
+    """Whether grpcio's core is mapped into process ``pid``."""
+    return "cygrpc" in Path(f"/proc/{pid}/maps").read_text()
+
+
 def test_sigterm_ends_an_open_grpc_stream_and_the_server_exits_0(
     fake_llm: FakeLLM, tmp_path: Path
 ) -> None:
@@ -255,6 +260,10 @@ def test_sigterm_ends_an_open_grpc_stream_and_the_server_exits_0(
 
     with grpc_server(tmp_path, fake_llm, "--workers", "1", "--grace", "3") as server:
         address = grpc_address(server)
+        # grpc and fork do not mix: the master never loads it, its worker does.
+        master = server.proc.pid
+        [worker] = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+        assert grpc_loaded(int(worker)) and not grpc_loaded(master)
         asyncio.run(asyncio.wait_for(scenario(server, address), timeout=20))
         assert server.wait(timeout=20) == 0
         fake_llm.release()

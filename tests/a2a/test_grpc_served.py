@@ -242,7 +242,7 @@ def test_sigterm_ends_an_open_grpc_stream_and_the_server_exits_0(
 ) -> None:
     fake_llm.default = Hang(max_seconds=30, then=Text("never seen"))
 
-    async def scenario(server: Served, address: str) -> list[Any]:
+    async def scenario(server: Served, address: str) -> None:
         async with grpc.aio.insecure_channel(address) as channel:
             stub = a2a_pb2_grpc.A2AServiceStub(channel)
             sent = await stub.SendMessage(request("a long job"))
@@ -250,13 +250,18 @@ def test_sigterm_ends_an_open_grpc_stream_and_the_server_exits_0(
             stream = stub.SubscribeToTask(SubscribeToTaskRequest(id=sent.task.id))
             first = await stream.read()
             assert first.task.id == sent.task.id
+            # A blocking send in flight too (its model call hangs).
+            blocking = SendMessageRequest(message=request("another long job").message)
+            in_flight = asyncio.ensure_future(stub.SendMessage(blocking))
+            await asyncio.to_thread(fake_llm.wait_held, 2)
             server.signal(signal.SIGTERM)
-            # The stream ends (the client resubscribes to another server), not hangs.
-            rest = []
-            while (item := await stream.read()) != grpc.aio.EOF:
-                rest.append(item)
+            # The stream ends (its client resubscribes to another server), not hangs...
+            while await stream.read() != grpc.aio.EOF:
+                pass
             assert await stream.code() == grpc.StatusCode.OK
-            return rest
+            # ... and the blocking send is answered with its Task as it stands.
+            answered = await in_flight
+            assert answered.task.status.state == TaskState.TASK_STATE_WORKING
 
     with grpc_server(tmp_path, fake_llm, "--workers", "1", "--grace", "3") as server:
         address = grpc_address(server)

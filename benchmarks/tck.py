@@ -2,8 +2,9 @@
 
 Starts ``manage.py toolnexus_serve`` on a free loopback port (the testproject's
 settings, its offline demo model, a fresh SQLite database in a temporary
-directory), runs the TCK's pytest suite against it for JSON-RPC and HTTP+JSON,
-and prints what it found: passed / failed / skipped per TCK category and
+directory), runs the TCK's pytest suite against it for JSON-RPC and HTTP+JSON
+(with ``--grpc``, the gRPC binding too: TOOLNEXUS["GRPC"] on a free port), and
+prints what it found: passed / failed / skipped per TCK category and
 transport, then every failure with its test id and the triage below (the
 reason it is the TCK's own assumption, or the issue-21 finding it is).
 
@@ -13,6 +14,7 @@ The TCK is not a dependency: check it out anywhere and give it a venv of its own
     python3 -m venv /tmp/a2a-tck/.venv && /tmp/a2a-tck/.venv/bin/pip install -e /tmp/a2a-tck
     TOOLNEXUS_TCK_DIR=/tmp/a2a-tck .venv/bin/python benchmarks/tck.py
     TOOLNEXUS_TCK_DIR=/tmp/a2a-tck .venv/bin/python benchmarks/tck.py --transport jsonrpc -v
+    TOOLNEXUS_TCK_DIR=/tmp/a2a-tck .venv/bin/python benchmarks/tck.py --grpc   # + gRPC
 
 ``TOOLNEXUS_TCK_PYTHON`` names another interpreter for the TCK (default: the
 checkout's ``.venv/bin/python``). ``--json FILE`` writes the outcome for
@@ -46,6 +48,7 @@ SCENARIO = "scenario SUT: the TCK's own agent answers by the messageId prefix tc
 #: the parameter's start where it matters): "tck" -- the TCK's own assumption
 #: (docs/protocol.md quotes the spec section); "finding N" -- issue 21's
 #: genuine finding N, fixed on its branch; "box" -- this machine (no DNS).
+#: The first key a test name starts with decides.
 TRIAGE: dict[str, tuple[str, str]] = {
     "TestAgentCardStructure::test_agent_card_validates_against_schema": (
         "tck",
@@ -68,7 +71,7 @@ TRIAGE: dict[str, tuple[str, str]] = {
         "finding 4",
         "its JSON-RPC client sends the proto field name task_id",
     ),
-    "TestPushNotificationCrud::test_create_push_config[http_json]": (
+    "TestPushNotificationCrud::test_create_push_config": (  # HTTP+JSON and gRPC
         "box",
         "its webhook is https://example.com/...: no DNS here, and the SSRF check resolves it",
     ),
@@ -149,8 +152,9 @@ def tck_commit(tck: Path) -> str:
     return marker.read_text().strip() if marker.exists() else "unknown"
 
 
-def serve_demo(workdir: Path, agent: str) -> tuple[Server, str]:
-    """The demo on a fresh SQLite database; returns the server and the agent's base URL."""
+def serve_demo(workdir: Path, agent: str, grpc: bool) -> tuple[Server, str]:
+    """The demo on a fresh SQLite database (with ``grpc``, its gRPC binding too, on a
+    port of its own); returns the server and the agent's base URL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "TOOLNEXUS_"))}
     env.update(
         DJANGO_SETTINGS_MODULE="testproject.settings",
@@ -162,6 +166,8 @@ def serve_demo(workdir: Path, agent: str) -> tuple[Server, str]:
         TOOLNEXUS_PUSH_ALLOWED_HOSTS="localhost,127.0.0.1",
         PYTHONUNBUFFERED="1",
     )
+    if grpc:
+        env["TOOLNEXUS_GRPC_ADDRESS"] = f"127.0.0.1:{free_port()}"
     subprocess.run([PY, MANAGE, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     port = free_port()
     server = Server(
@@ -218,7 +224,8 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--tck-dir", default=os.environ.get("TOOLNEXUS_TCK_DIR"))
-    parser.add_argument("--transport", default="jsonrpc,http_json")
+    parser.add_argument("--transport", help="default: jsonrpc,http_json (and grpc with --grpc)")
+    parser.add_argument("--grpc", action="store_true", help="serve and test gRPC too")
     parser.add_argument("--agent", default="expenses", help="DEMO_AGENT: expenses | example")
     parser.add_argument("--json", type=Path, help="write the cases and the commit here")
     parser.add_argument("-v", "--verbose", action="store_true", help="show the TCK's own output")
@@ -226,10 +233,11 @@ def main() -> int:
     if not args.tck_dir or not (Path(args.tck_dir) / "tests" / "compatibility").is_dir():
         raise SystemExit("set TOOLNEXUS_TCK_DIR (or --tck-dir) to a checkout of a2aproject/a2a-tck")
     tck = Path(args.tck_dir).resolve()
+    args.transport = args.transport or "jsonrpc,http_json" + (",grpc" if args.grpc else "")
     python = os.environ.get("TOOLNEXUS_TCK_PYTHON") or str(tck / ".venv" / "bin" / "python")
     with tempfile.TemporaryDirectory(prefix="tnx-tck-") as tmp:
         workdir = Path(tmp)
-        server, base = serve_demo(workdir, args.agent)
+        server, base = serve_demo(workdir, args.agent, args.grpc)
         with server:
             wait_until(lambda: card_ready(base), 60, "the demo's Agent Card")
             junit = run_tck(tck, python, f"{base}/agent", args.transport, workdir, args.verbose)

@@ -15,6 +15,8 @@ The TCK is not a dependency: check it out anywhere and give it a venv of its own
     TOOLNEXUS_TCK_DIR=/tmp/a2a-tck .venv/bin/python benchmarks/tck.py
     TOOLNEXUS_TCK_DIR=/tmp/a2a-tck .venv/bin/python benchmarks/tck.py --transport jsonrpc -v
     TOOLNEXUS_TCK_DIR=/tmp/a2a-tck .venv/bin/python benchmarks/tck.py --grpc   # + gRPC
+    TOOLNEXUS_TCK_DIR=/tmp/a2a-tck .venv/bin/python benchmarks/tck.py \
+        --sut http://127.0.0.1:8123 --transport jsonrpc,grpc   # another agent (the a2a-sdk's)
 
 ``TOOLNEXUS_TCK_PYTHON`` names another interpreter for the TCK (default: the
 checkout's ``.venv/bin/python``). ``--json FILE`` writes the outcome for
@@ -227,6 +229,7 @@ def main() -> int:
     parser.add_argument("--transport", help="default: jsonrpc,http_json (and grpc with --grpc)")
     parser.add_argument("--grpc", action="store_true", help="serve and test gRPC too")
     parser.add_argument("--agent", default="expenses", help="DEMO_AGENT: expenses | example")
+    parser.add_argument("--sut", help="test this running agent's base URL instead of the demo")
     parser.add_argument("--json", type=Path, help="write the cases and the commit here")
     parser.add_argument("-v", "--verbose", action="store_true", help="show the TCK's own output")
     args = parser.parse_args()
@@ -237,14 +240,18 @@ def main() -> int:
     python = os.environ.get("TOOLNEXUS_TCK_PYTHON") or str(tck / ".venv" / "bin" / "python")
     with tempfile.TemporaryDirectory(prefix="tnx-tck-") as tmp:
         workdir = Path(tmp)
-        server, base = serve_demo(workdir, args.agent, args.grpc)
-        with server:
-            wait_until(lambda: card_ready(base), 60, "the demo's Agent Card")
-            junit = run_tck(tck, python, f"{base}/agent", args.transport, workdir, args.verbose)
-            code = server.stop()
+        if args.sut:  # a server already running, e.g. benchmarks/sdk_agent.py to compare
+            junit = run_tck(tck, python, args.sut, args.transport, workdir, args.verbose)
+            served = args.sut
+        else:
+            server, base = serve_demo(workdir, args.agent, args.grpc)
+            with server:
+                wait_until(lambda: card_ready(base), 60, "the demo's Agent Card")
+                junit = run_tck(tck, python, f"{base}/agent", args.transport, workdir, args.verbose)
+                served = f"toolnexus_serve (exit {server.stop()} on SIGTERM)"
         cases = read_junit(junit)
     commit = tck_commit(tck)
-    print(f"A2A TCK {commit} against toolnexus_serve ({args.transport}); server exit {code}\n")
+    print(f"A2A TCK {commit} against {served}, transports {args.transport}\n")
     print("\n".join(report(cases)))
     if args.json:
         args.json.write_text(json.dumps({"commit": commit, "cases": [asdict(c) for c in cases]}))

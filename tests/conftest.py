@@ -6,6 +6,7 @@ import json
 import os
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -188,7 +189,12 @@ class RpcClient:
         return reply.json
 
     def send(self, text: str, method: str = "SendMessage", **message: Any) -> dict[str, Any]:
-        msg = {"role": "user", "parts": [{"kind": "text", "text": text}], **message}
+        msg = {
+            "messageId": str(uuid.uuid4()),  # v0.3 requires one
+            "role": "user",
+            "parts": [{"kind": "text", "text": text}],
+            **message,
+        }
         reply = self.call(method, {"message": msg})
         assert "result" in reply, reply
         return reply["result"]

@@ -53,6 +53,7 @@ ROWS: tuple[tuple[Layer, ...], ...] = (
             ("runtime",),
             "what runs per process, behind start() / stop(grace)",
         ),
+        Layer("keys", ("keys",), "signing keys: the JWKS, ES256 JWS (push, Agent Card)"),
     ),
     (
         Layer(

@@ -46,7 +46,6 @@ MOVED: dict[tuple[str, ...], tuple[str, str]] = {
 
 #: Every recognised key and its default. Keys not listed here (nor in RETIRED
 #: or MOVED) are reported by check ``toolnexus_django.E101``.
-
 DEFAULTS: dict[str, Any] = {
     # Where Tasks live: "memory" | "file:<dir>" | "django" | "django:<db alias>"
     # | a TaskStore instance | a dotted path to a TaskStore class or instance.
@@ -220,6 +219,9 @@ DEFAULTS: dict[str, Any] = {
     # GET <prefix>/extendedAgentCard): a callable (request, public card) ->
     # card, or its dotted path; None = no extended card.
     "EXTENDED_AGENT_CARD": "toolnexus_django.a2a.card.authenticated_card",
+    # Signs both Agent Cards (their "signatures"; docs/protocol.md): an EC P-256
+    # private key (PEM, or a PEM file's path); None = PUSH's SIGNING_KEY; False = unsigned.
+    "CARD_SIGNING_KEY": None,
     # Push notifications (the django store): hosts a webhook may be on although
     # they resolve to loopback or private addresses (names, ".suffix", or IPs);
     # seconds per call; consecutive failures before a config is disabled; the
@@ -231,9 +233,8 @@ DEFAULTS: dict[str, Any] = {
         "RETRY_DELAY": 1.0,
         "MAX_RETRY_DELAY": 300.0,
         "THREADS": 4,
-        # An EC P-256 private key (PEM, or a PEM file's path): every
-        # notification is then signed (ES256; the key set is served at
-        # <prefix>/.well-known/jwks.json). ISSUER: the JWT's "iss" (None: AGENT's name).
+        # An EC P-256 private key (PEM, or a PEM file's path): notifications are then
+        # signed (ES256; keys at <prefix>/.well-known/jwks.json). ISSUER: "iss" (None: AGENT name).
         "SIGNING_KEY": None,
         "ISSUER": None,
     },

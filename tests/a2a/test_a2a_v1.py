@@ -132,7 +132,13 @@ def test_the_card_is_a_union_for_every_client(live_server: Any, configure: Any) 
     # Push notifications: offered with the django store (the demo's).
     assert card["capabilities"] == {"streaming": True, "pushNotifications": True}
     assert all(skill["tags"] for skill in card["skills"])
+    # Modes are media types in both versions: text, and data parts (an answer
+    # comes in as one, a pending Request goes out as one).
+    modes = ["text/plain", "application/json"]
+    assert card["defaultInputModes"] == card["defaultOutputModes"] == modes
+    assert not any("inputModes" in s or "outputModes" in s for s in card["skills"])
     parsed = ParseDict(card, a2a_pb2.AgentCard(), ignore_unknown_fields=True)
+    assert list(parsed.default_input_modes) == list(parsed.default_output_modes) == modes
     assert [i.protocol_version for i in parsed.supported_interfaces] == ["1.0", "1.0", "0.3"]
     assert [i.protocol_binding for i in parsed.supported_interfaces] == [
         "JSONRPC",
@@ -204,8 +210,13 @@ def test_v1_parts_round_trip_and_are_stored_canonically(
         {"text": "look at these"},
         {"data": {"amount": 12.5, "tags": ["taxi"]}},
         {"data": [1, 2, 3]},
-        {"raw": base64.b64encode(b"%PDF-1.4").decode(), "mediaType": "application/pdf"},
-        {"url": "https://example.invalid/r.png", "mediaType": "image/png", "filename": "r.png"},
+        # Files of the types the agent accepts (others are -32005: test_content_types.py).
+        {"raw": base64.b64encode(b"a note").decode(), "mediaType": "text/plain"},
+        {
+            "url": "https://example.invalid/r.json",
+            "mediaType": "application/json",
+            "filename": "r.json",
+        },
         {"text": "with metadata", "metadata": {"source": "scanner"}},
     ]
     task = result(
@@ -233,7 +244,7 @@ def test_v1_parts_round_trip_and_are_stored_canonically(
     ]
     assert stored["history"][0]["parts"][3]["file"] == {
         "bytes": parts[3]["raw"],
-        "mimeType": "application/pdf",
+        "mimeType": "text/plain",
     }
     assert stored["history"][0]["parts"][4]["file"]["uri"] == parts[4]["url"]
     # The same Task read through v0.3 keeps the v0.3 shapes.

@@ -77,6 +77,7 @@ CASES: list[Case] = [
     Case("E123", "E006", {"TOOL_ANSWERERS": {"file_expense": "boss"}}),
     Case("E130", "E006", {"EXTENDED_AGENT_CARD": {"skills": []}}),
     Case("E131", "E007", {"EXTENDED_AGENT_CARD": "no.such.extended_card"}),
+    Case("E132", None, {"CARD_SIGNING_KEY": "no-such-key.pem"}),
     Case("E140", "E006", {"CONVERSATIONS": 42}),
     Case("E141", "E007", {"CONVERSATIONS": "no.such.Store"}),
     Case("W003", "W003", {"WORKER_THREADS": 8}),

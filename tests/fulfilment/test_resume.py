@@ -311,6 +311,7 @@ def test_a2a_message_with_task_id_continues_the_task(
         "message/send",
         {
             "message": {
+                "messageId": "answer-1",
                 "role": "user",
                 "taskId": task["id"],
                 "contextId": task["contextId"],

@@ -131,7 +131,13 @@ def test_current_run_is_none_on_the_threads_serving_requests(served: FakeLLM, us
             "jsonrpc": "2.0",
             "id": 1,
             "method": "message/send",  # v0.3: waits for the run's end
-            "params": {"message": {"role": "user", "parts": [{"kind": "text", "text": "hi"}]}},
+            "params": {
+                "message": {
+                    "messageId": "m-1",
+                    "role": "user",
+                    "parts": [{"kind": "text", "text": "hi"}],
+                }
+            },
         }
         sent = client.post("/agent/", json.dumps(send), content_type="application/json")
         assert sent.json()["result"]["status"]["state"] == "completed"

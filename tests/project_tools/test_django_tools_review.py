@@ -8,6 +8,7 @@ offered a tool its run's owner may not use, and a forced call writes nothing."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -185,6 +186,7 @@ def answer_as_requester(rpc: RpcClient, task: dict[str, Any], text: str) -> dict
         "message/send",
         {
             "message": {
+                "messageId": str(uuid.uuid4()),
                 "role": "user",
                 "taskId": task["id"],
                 "parts": [{"kind": "text", "text": text}],

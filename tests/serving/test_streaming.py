@@ -152,7 +152,9 @@ def test_streaming_errors_before_the_stream_are_plain_json(
     configure(fake_llm)
     rpc = RpcClient(agent_url)
     assert rpc.call("tasks/resubscribe", {"id": "nope"})["error"]["code"] == -32001
-    bad = rpc.call("message/stream", {"message": {"role": "user", "parts": []}})
+    bad = rpc.call(
+        "message/stream", {"message": {"messageId": "m-empty", "role": "user", "parts": []}}
+    )
     assert bad["error"]["code"] == -32602
     v1 = RpcClient(agent_url, V1).call("SubscribeToTask", {"id": "nope"})
     assert v1["error"]["code"] == -32001 and v1["error"]["data"][0]["reason"] == "TASK_NOT_FOUND"

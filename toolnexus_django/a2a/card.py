@@ -9,7 +9,8 @@ HTTP+JSON binding (v1.0) under the same URL.
 
 Authenticated callers may get an extended card (``EXTENDED_AGENT_CARD``,
 :func:`authenticated_card`), announced here when the endpoint authenticates.
-Both cards carry an ``ETag`` and ``Cache-Control`` (:func:`card_headers`).
+Both cards carry an ``ETag`` and ``Cache-Control`` (:func:`card_headers`),
+and, with a card key, ``signatures`` (:mod:`.cardsigning`).
 
 Security is declared the same way: ``securitySchemes`` maps each name to the
 v0.3 (OpenAPI) object *plus* its v1.0 wrapper key, e.g. ``{"type": "http",
@@ -35,8 +36,10 @@ import toolnexus
 
 from ..agent.runtime import skills_dirs
 from ..conf import toolnexus_settings
+from ..lifecycle.public import MEDIA_TYPES
 from ..runtime.registry import PerProcess
 from ..stores import get_task_store
+from .cardsigning import signed
 from .pushconfig import keeps_configs
 
 PROTOCOL_VERSION = "0.3.0"
@@ -220,8 +223,9 @@ def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str,
             for binding, version in INTERFACES
         ],
         "capabilities": {"streaming": True, "pushNotifications": _pushes()},
-        "defaultInputModes": ["text"],
-        "defaultOutputModes": ["text"],
+        # Media types (v1.0 and v0.3 alike); a skill has none of its own.
+        "defaultInputModes": list(MEDIA_TYPES),
+        "defaultOutputModes": list(MEDIA_TYPES),
         "skills": card_skills(),
     }
     if agent.get("provider"):
@@ -293,7 +297,7 @@ def extended_card_builder(
         card = make(request, build_card(endpoint_url, auth_classes))
         if not isinstance(card, dict):
             raise TypeError(f"EXTENDED_AGENT_CARD returned {type(card).__name__}, not a dict")
-        return card
+        return signed(card, endpoint_url)
 
     return build
 

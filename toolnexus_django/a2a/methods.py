@@ -30,10 +30,12 @@ from .jsonrpc import (
     RpcError,
     RpcRequest,
 )
+from .mediatypes import check_media_types, check_output_modes
 from .params import (
     blocking_asked,
     check_id_field,
     check_parts,
+    check_required,
     configuration_of,
     history_length_of,
     message_from_v1,
@@ -42,6 +44,7 @@ from .params import (
     read_query,
     read_task_id,
 )
+from .protojson import NESTING, json_names
 from .pushconfig import PushConfigs
 
 
@@ -164,6 +167,10 @@ def dispatch(
             params = {}
         if not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: expected an object")
+        # v1.0 names a field by its proto name too; a flat request without
+        # one ("_" in no key: every GetTask in camelCase) has nothing to read.
+        if dialect is Dialect.V10 and (operation in NESTING or any("_" in k for k in params)):
+            params = json_names(operation, params)
         # Every query parameter is checked before anything is looked up.
         return run(read_query(operation, params), ctx, dialect)
     except RpcError as err:
@@ -203,12 +210,16 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
     message = params.get("message")
     if not isinstance(message, dict):
         raise RpcError(INVALID_PARAMS, "Invalid params: params.message must be an object")
+    check_required(message, dialect)
+    given = message.get("parts")
     if dialect is Dialect.V10:
         message = message_from_v1(message)
     check_parts(message.get("parts"))
+    check_media_types(given)  # as given (a list, checked): a v1.0 part states its mediaType
     for key in ("contextId", "taskId", "messageId"):
         check_id_field(message, key)
     configuration = configuration_of(params)
+    check_output_modes(configuration)
     history_length = history_length_of(configuration.get("historyLength"))
     blocking = not streaming and blocking_asked(configuration, dialect)
     inline = push_config_of(configuration, dialect)

@@ -161,6 +161,44 @@ def read_task_id(params: dict[str, Any]) -> str:
     return read_text(task_id, "params.id")
 
 
+#: A message's role in each dialect that requires one (v1.0: protobuf's JSON
+#: mapping also takes the enum's number).
+ROLES: dict[Dialect, tuple[Any, ...]] = {
+    Dialect.V10: ("ROLE_USER", "ROLE_AGENT", 1, 2),
+    Dialect.V03: ("user", "agent"),
+}
+
+
+def check_required(message: dict[str, Any], dialect: Dialect) -> None:
+    """A message's ``messageId``, ``role`` and ``parts`` (at least one: a
+    required list) are required (A2A v1.0 §5.7, the v0.3 schema): -32602
+    naming the one missing. protobuf's JSON mapping writes an unset field as
+    its zero value (``""``, ``ROLE_UNSPECIFIED``, ``0``, ``[]``): absent too.
+    The toolnexus dialect (SPEC §7B) needs only parts with text."""
+    roles = ROLES.get(dialect)
+    if roles is None:
+        return
+    if message.get("messageId") in (None, ""):
+        raise required("params.message.messageId", "the sender's id for this message")
+    if message.get("parts") in (None, []):
+        raise required("params.message.parts", "at least one part")
+    role = message.get("role")
+    if role in (None, "", 0, "ROLE_UNSPECIFIED") and not isinstance(role, bool):
+        raise required("params.message.role", " or ".join(str(r) for r in roles[:2]))
+    if isinstance(role, bool) or role not in roles:
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid params: params.message.role must be {' or '.join(str(r) for r in roles[:2])}",
+            data={"field": "params.message.role"},
+        )
+
+
+def required(name: str, what: str) -> RpcError:
+    return RpcError(
+        INVALID_PARAMS, f"Invalid params: {name} is required ({what})", data={"field": name}
+    )
+
+
 def check_id_field(message: dict[str, Any], key: str) -> None:
     """A message's id fields are strings of at most MAX_ID_CHARS with no NUL
     (no database can index one), the same on every store."""
@@ -308,17 +346,14 @@ def part_from_v1(part: Any) -> dict[str, Any]:
 
 
 def message_from_v1(message: dict[str, Any]) -> dict[str, Any]:
-    """An incoming v1.0 message in the canonical shape."""
+    """An incoming v1.0 message (its required fields checked:
+    :func:`check_required`) in the canonical shape."""
     parts = message.get("parts")
     if not isinstance(parts, list):
         raise _bad("params.message.parts must be an array")
-    role = message.get("role")
-    known = isinstance(role, (str, int)) and not isinstance(role, bool)
     out: dict[str, Any] = {
         "kind": "message",
-        "role": ROLE_FROM_V1.get(role, role if role in ("user", "agent") else "user")
-        if known
-        else "user",
+        "role": ROLE_FROM_V1[message["role"]],
         "parts": [part_from_v1(p) for p in parts],
     }
     for key in ("messageId", "contextId", "taskId", "metadata", "extensions", "referenceTaskIds"):

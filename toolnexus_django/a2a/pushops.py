@@ -133,8 +133,9 @@ def push_delete(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> A
     _configs(ctx)
     task_id, config_id = parse_ref(params, dialect, need_id=True)
     own_task(ctx.store, ctx.owner, task_id)
-    if not _configs(ctx).delete(task_id, str(config_id)):
-        raise RpcError(TASK_NOT_FOUND, f"Push notification config not found: {config_id!s:.100}")
+    # Idempotent (A2A v1.0 §3.1.10): a config already deleted, or never
+    # made, of a Task the caller owns is deleted all the same.
+    _configs(ctx).delete(task_id, str(config_id))
     return {} if dialect is Dialect.V10 else None
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from .dialects import negotiate_version, version_error
 from .jsonrpc import (
+    CONTENT_TYPE_NOT_SUPPORTED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -44,12 +45,14 @@ from .jsonrpc import (
     error_details,
     parse_object,
 )
+from .protojson import proto_name
 
 #: JSON-RPC code -> (HTTP status, google.rpc status) for this binding.
 STATUS: dict[int, tuple[int, str]] = {
     TASK_NOT_FOUND: (404, "NOT_FOUND"),
     METHOD_NOT_FOUND: (404, "NOT_FOUND"),
     INVALID_PARAMS: (400, "INVALID_ARGUMENT"),
+    CONTENT_TYPE_NOT_SUPPORTED: (400, "INVALID_ARGUMENT"),
     INVALID_REQUEST: (400, "INVALID_ARGUMENT"),
     PARSE_ERROR: (400, "INVALID_ARGUMENT"),
     INTERNAL_ERROR: (500, "INTERNAL"),
@@ -70,7 +73,8 @@ ALLOWED = {
     "config": ("GET", "DELETE"),
 }
 
-#: The ListTasks parameters a query string may carry.
+#: The ListTasks parameters a query string may carry (each also by its proto
+#: field name: ``page_size``).
 LIST_PARAMS = (
     "contextId",
     "status",
@@ -141,13 +145,17 @@ def _flag(value: str | None, name: str) -> bool | None:
     raise RpcError(INVALID_PARAMS, f"Invalid params: {name} must be true or false")
 
 
-def _list_params(query: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+def _query_params(query: Mapping[str, Sequence[str]], names: Sequence[str]) -> dict[str, Any]:
+    """The parameters ``names`` a query string carries, by their JSON name or
+    their proto field name (``pageSize``, ``page_size``: the dispatch reads
+    both, and refuses a request naming one twice)."""
     params: dict[str, Any] = {}
-    for key in LIST_PARAMS:
-        value = _one(query, key)
-        if value is None or value == "":
-            continue
-        params[key] = _flag(value, key) if key == "includeArtifacts" else value
+    for name in names:
+        for key in (name, proto_name(name)):
+            value = _one(query, key)
+            if value is None or value == "":
+                continue
+            params[key] = _flag(value, key) if name == "includeArtifacts" else value
     return params
 
 
@@ -169,7 +177,7 @@ def route(method: str, path: str, query: Mapping[str, Sequence[str]], body: byte
             raise MethodNotAllowed(path, method)
         return call(path, v1_method, parse_object(body), "POST")
     if path == "tasks":
-        return call("tasks", "ListTasks", _list_params(query), "GET")
+        return call("tasks", "ListTasks", _query_params(query, LIST_PARAMS), "GET")
     if path == "extendedAgentCard":
         return call("extendedAgentCard", "GetExtendedAgentCard", {}, "GET")
     segments = path.split("/")
@@ -177,7 +185,9 @@ def route(method: str, path: str, query: Mapping[str, Sequence[str]], body: byte
         task_id = segments[1]
         if segments[2:] == ["pushNotificationConfigs"]:
             if method == "POST":
-                created = {**parse_object(body), "taskId": task_id}
+                # The path names the Task, whatever the body says (either spelling).
+                given = {k: v for k, v in parse_object(body).items() if k != "task_id"}
+                created = {**given, "taskId": task_id}
                 return call("configs", "CreateTaskPushNotificationConfig", created, "POST")
             return call("configs", "ListTaskPushNotificationConfigs", {"taskId": task_id}, "GET")
         if len(segments) == 4 and segments[2] == "pushNotificationConfigs":
@@ -192,10 +202,7 @@ def route(method: str, path: str, query: Mapping[str, Sequence[str]], body: byte
             ):
                 if task_id.endswith(suffix) and len(task_id) > len(suffix):
                     return call(name, v1_method, {"id": task_id[: -len(suffix)]}, *methods)
-            params: dict[str, Any] = {"id": task_id}
-            history = _one(query, "historyLength")
-            if history not in (None, ""):
-                params["historyLength"] = history
+            params = {"id": task_id, **_query_params(query, ("historyLength",))}
             return call("task", "GetTask", params, "GET")
     raise RpcError(METHOD_NOT_FOUND, f"Not found: no HTTP+JSON route {path[:100]!r}")
 

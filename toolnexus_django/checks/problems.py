@@ -32,6 +32,7 @@ PROBLEMS: dict[str, str] = {
     "E123": "a TOOL_ANSWERERS entry does not say who may answer",
     "E130": "EXTENDED_AGENT_CARD is not a callable, a dotted path or None",
     "E131": "EXTENDED_AGENT_CARD's dotted path does not import",
+    "E132": "CARD_SIGNING_KEY cannot be used (not an EC P-256 private key)",
     "E140": "CONVERSATIONS is none of the accepted forms",
     "E141": "CONVERSATIONS's dotted path does not import",
     "W003": "a retired key is set (it has no effect)",

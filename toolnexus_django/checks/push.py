@@ -8,8 +8,8 @@ from typing import Any
 from django.core.checks import CheckMessage
 
 from ..conf import setting_name
+from ..keys import push_key
 from ..push.addresses import METADATA_NAMES, refusal
-from ..push.signing import signing_key
 from ..push.ssrf import RefusedURL, allowlist_entry
 from .problems import problem
 from .sections import dict_section, seconds, whole
@@ -45,7 +45,7 @@ def check_push(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[
         errors.append(problem(code, f"{setting_name('PUSH', key)} must be {what}, not {value!r}"))
     if push.get("SIGNING_KEY"):
         try:
-            signing_key()
+            push_key()
         except (OSError, ValueError, TypeError) as exc:
             errors.append(
                 problem(

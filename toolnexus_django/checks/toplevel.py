@@ -1,6 +1,7 @@
 """The ``TOOLNEXUS`` dict's own keys: which are known, retired or moved, and
 the top-level settings that are no section of their own (the DRF classes,
-the Tasks backend, who answers, the extended card, conversations)."""
+the Tasks backend, who answers, the extended card, the card's signing key,
+conversations)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage
 
 from ..conf import DEFAULTS, MOVED, RETIRED, setting_name, written
+from ..keys import load_key
 from ..lifecycle.requests import normalize_answerers
 from .problems import PREFIX, RETIRED_IDS, problem
 from .sections import check_class_list, importable
@@ -31,6 +33,7 @@ def check_top_level(raw: dict[str, Any], cfg: dict[str, Any]) -> list[CheckMessa
     for key, (not_list, unimportable) in CLASS_LISTS.items():
         errors += check_class_list(cfg[key], not_list, unimportable, key)
     errors += check_extended_card(cfg["EXTENDED_AGENT_CARD"])
+    errors += check_card_key(cfg["CARD_SIGNING_KEY"])
     errors += check_conversations(cfg["CONVERSATIONS"])
     if not apps.is_installed("rest_framework"):
         errors.append(
@@ -145,6 +148,24 @@ def check_extended_card(value: Any) -> list[CheckMessage]:
             " its dotted path, or None",
         )
     ]
+
+
+def check_card_key(value: Any) -> list[CheckMessage]:
+    """A card key of its own that loads (None: the push key's; False: none)."""
+    if value is None or value is False:
+        return []
+    try:
+        load_key(str(value))
+    except (OSError, ValueError, TypeError) as exc:
+        return [
+            problem(
+                "E132",
+                f"{setting_name('CARD_SIGNING_KEY')} cannot be used: {exc}",
+                hint="Give an EC P-256 private key in PEM or a PEM file's path"
+                " (None: PUSH's SIGNING_KEY; False: cards are not signed).",
+            )
+        ]
+    return []
 
 
 def check_conversations(value: Any) -> list[CheckMessage]:

@@ -36,6 +36,12 @@ from ..stores.base import Task
 logger = logging.getLogger("toolnexus_django.lifecycle")
 
 KINDS = ("text", "data", "file")
+#: The media type of each part kind a Task's runs read and write: text, and
+#: data (an answer to a pending Request comes in as one, the Request goes out
+#: as one). File parts are kept, but no run reads them.
+KIND_MEDIA_TYPES = {"text": "text/plain", "data": "application/json"}
+#: The Agent Card's input and output modes: the media types above.
+MEDIA_TYPES = tuple(KIND_MEDIA_TYPES.values())
 
 
 def part_problem(part: Any) -> str | None:

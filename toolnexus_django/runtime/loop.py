@@ -131,6 +131,7 @@ class LoopThread:
             loop.run_forever()
         finally:
             try:
+                _cancel_pending(loop)
                 loop.run_until_complete(self._teardown())
             except Exception:  # closing must not mask the reason we stopped
                 logger.exception("closing the toolkit failed")
@@ -219,6 +220,27 @@ class LoopThread:
             raise
         finally:
             budget.abandon()
+
+
+#: How long the runs still on the loop when it stops get to end once canceled.
+CANCEL_TIMEOUT = 2.0
+
+
+def _cancel_pending(loop: asyncio.AbstractEventLoop, timeout: float = CANCEL_TIMEOUT) -> None:
+    """Cancel what is still running on the stopped ``loop`` and let it end
+    (at most ``timeout`` s) before the loop closes: a run left pending would
+    otherwise end later, from the garbage collector or a finishing IO thread,
+    against a closed loop ("Event loop is closed")."""
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    if not pending:
+        return
+    for task in pending:
+        task.cancel()
+    loop.run_until_complete(asyncio.wait(pending, timeout=timeout))
+    for task in pending:
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            error = task.exception()
+            logger.debug("a run ended with an error as the runtime stopped", exc_info=error)
 
 
 async def _isolated(coro: Coroutine[Any, Any, T]) -> T:

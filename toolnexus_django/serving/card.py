@@ -6,7 +6,8 @@ The card names the endpoint's absolute URL as the request sees it — Django's
 own ``build_absolute_uri``, so a reverse proxy's ``X-Forwarded-Host`` /
 ``-Proto`` count exactly where the settings say (``USE_X_FORWARDED_HOST``,
 ``SECURE_PROXY_SSL_HEADER``) — and how to authenticate to it: the security
-schemes of the endpoint's authentication classes (see a2a/card.py).
+schemes of the endpoint's authentication classes (see a2a/card.py). With a
+card key, both cards are signed (a2a/cardsigning.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from ..a2a.card import build_card, card_headers, not_modified
+from ..a2a.cardsigning import signed
 from ..runtime.dbthreads import run_sync
 from ..strictjson import dumps
 from .pipeline import JSON_HEADERS, headers_of, respond, respond_json, rpc_authentication_classes
@@ -40,7 +42,8 @@ def endpoint_url(scope: HTTPScope, rpc_path: str) -> str:
 
 
 def card_for(scope: HTTPScope, rpc_path: str) -> bytes:
-    return dumps(build_card(endpoint_url(scope, rpc_path), rpc_authentication_classes()))
+    url = endpoint_url(scope, rpc_path)
+    return dumps(signed(build_card(url, rpc_authentication_classes()), url))
 
 
 async def respond_card(
@@ -108,5 +111,6 @@ class AgentCardView(APIView):
     describes: str | None = None
 
     def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
-        card = build_card(mount_url(request, self.describes), rpc_authentication_classes())
+        url = mount_url(request, self.describes)
+        card = signed(build_card(url, rpc_authentication_classes()), url)
         return card_response(request, card)

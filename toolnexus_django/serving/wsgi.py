@@ -36,7 +36,7 @@ from ..a2a.jsonrpc import (
 )
 from ..a2a.methods import Awaiting, CallContext, EventStream
 from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
-from ..push.signing import jwks
+from ..keys import jwks
 from ..stores import TaskStore, get_task_store
 from ..strictjson import dumps
 from .card import card_response, mount_url
@@ -64,7 +64,8 @@ def _speaks_v1(request: Request) -> bool:
 
 class JwksView(APIView):
     """``GET <prefix>/.well-known/jwks.json`` — the key set that verifies signed
-    push notifications (``PUSH["SIGNING_KEY"]``; empty when they are not signed)."""
+    push notifications and signed Agent Cards (``PUSH["SIGNING_KEY"]``,
+    ``CARD_SIGNING_KEY``; empty when nothing is signed)."""
 
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]

@@ -7,6 +7,7 @@ Run with a separate venv's python (not the project's), built by
     $PY benchmarks/sdk_agent.py --port 8123 --model-url http://127.0.0.1:9000/v1 --store memory
     $PY benchmarks/sdk_agent.py --port 8123 --model-url http://127.0.0.1:9000/v1 \
         --store sqlite:/tmp/sdk-bench.sqlite3
+    $PY benchmarks/sdk_agent.py --port 8123 --grpc-port 50123 --model-url ... --store memory
 
 What it serves, on 127.0.0.1:
 
@@ -18,6 +19,10 @@ What it serves, on 127.0.0.1:
   (``enable_v0_3_compat=True``).
 * ``GET /.well-known/agent-card.json`` -- the agent card
   (``capabilities.streaming`` true; JSONRPC interfaces for 1.0 and 0.3).
+* with ``--grpc-port N``: the SDK's gRPC binding (``GrpcHandler`` over the
+  same ``DefaultRequestHandler`` and store, ``grpc.aio`` on 127.0.0.1:N, in
+  the same process and event loop as the HTTP app), declared in the card as
+  a GRPC interface. Needs ``a2a-sdk[grpc]`` (benchmarks/sdk_venv.sh).
 
 The executor does what our agent does for each message: publish the Task
 (submitted), mark it working, ask an OpenAI-shaped model
@@ -152,7 +157,12 @@ class ChatAgentExecutor(AgentExecutor):
         await TaskUpdater(event_queue, task_id, context_id).cancel()
 
 
-def agent_card(base_url: str) -> AgentCard:
+def agent_card(base_url: str, grpc_port: int | None = None) -> AgentCard:
+    grpc = [
+        AgentInterface(
+            url=f"127.0.0.1:{grpc_port}", protocol_binding="GRPC", protocol_version="1.0"
+        )
+    ]
     return AgentCard(
         name="toolnexus-bench (a2a-sdk reference)",
         description="Answers each message with one chat completion; reference for benchmarks.",
@@ -160,6 +170,7 @@ def agent_card(base_url: str) -> AgentCard:
         supported_interfaces=[
             AgentInterface(url=base_url, protocol_binding="JSONRPC", protocol_version="1.0"),
             AgentInterface(url=base_url, protocol_binding="JSONRPC", protocol_version="0.3"),
+            *(grpc if grpc_port else []),
         ],
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=["text/plain"],
@@ -206,7 +217,29 @@ def make_task_store(spec: str) -> tuple[TaskStore, Any]:
     raise SystemExit(f"sdk_agent.py: unknown --store {spec!r} (use memory or sqlite:<path>)")
 
 
-def build_app(port: int, model_url: str, store: str) -> Starlette:
+@contextlib.asynccontextmanager
+async def grpc_serving(handler: DefaultRequestHandler, port: int | None) -> AsyncIterator[None]:
+    """The SDK's own gRPC server over ``handler`` on 127.0.0.1:``port`` (None: none)."""
+    if port is None:
+        yield
+        return
+    try:
+        import grpc.aio
+        from a2a.server.request_handlers.grpc_handler import GrpcHandler
+        from a2a.types import a2a_pb2_grpc
+    except ImportError as exc:
+        raise SystemExit(f"sdk_agent.py: --grpc-port needs a2a-sdk[grpc]: {exc}") from None
+    server = grpc.aio.server()
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    try:
+        yield
+    finally:
+        await server.stop(5)
+
+
+def build_app(port: int, model_url: str, store: str, grpc_port: int | None = None) -> Starlette:
     task_store, engine = make_task_store(store)
     client = httpx.AsyncClient(
         limits=httpx.Limits(
@@ -214,7 +247,7 @@ def build_app(port: int, model_url: str, store: str) -> Starlette:
         ),
         timeout=httpx.Timeout(120.0),
     )
-    card = agent_card(f"http://127.0.0.1:{port}/")
+    card = agent_card(f"http://127.0.0.1:{port}/", grpc_port)
     handler = DefaultRequestHandler(
         agent_executor=ChatAgentExecutor(client, model_url),
         task_store=task_store,
@@ -227,7 +260,8 @@ def build_app(port: int, model_url: str, store: str) -> Starlette:
         if initialize is not None:  # DatabaseTaskStore: create its table now
             await initialize()
         try:
-            yield
+            async with grpc_serving(handler, grpc_port):
+                yield
         finally:
             with contextlib.suppress(Exception):
                 await handler.aclose()
@@ -257,10 +291,11 @@ def main(argv: list[str] | None = None) -> int:
         "--model-url", required=True, help="OpenAI-shaped base, e.g. http://127.0.0.1:9000/v1"
     )
     parser.add_argument("--store", default="memory", help="memory | sqlite:<path>")
+    parser.add_argument("--grpc-port", type=int, help="also serve the SDK's gRPC binding here")
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    app = build_app(args.port, args.model_url, args.store)
+    app = build_app(args.port, args.model_url, args.store, args.grpc_port)
     config = uvicorn.Config(
         app,
         host="127.0.0.1",

@@ -6,7 +6,9 @@
 #   SDK_VENV=/some/dir bash benchmarks/sdk_venv.sh
 #
 # Extras (from a2a_sdk-1.3.0.dist-info/METADATA): "http-server" brings
-# starlette + sse-starlette, "sqlite" brings sqlalchemy[asyncio,aiosqlite].
+# starlette + sse-starlette, "sqlite" brings sqlalchemy[asyncio,aiosqlite],
+# "grpc" brings grpcio (+ tools, reflection) for sdk_agent.py --grpc-port and
+# the gRPC load client, benchmarks/grpc_load.py, which runs in this venv too.
 set -euo pipefail
 
 VENV="${SDK_VENV:-/tmp/tnx-sdk-venv}"
@@ -18,7 +20,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 REQS=(
-    "a2a-sdk[http-server,sqlite]==1.3.0"
+    "a2a-sdk[http-server,sqlite,grpc]==1.3.0"
     uvicorn
     httptools
     uvloop
@@ -29,6 +31,7 @@ REQS=(
 if "$VENV/bin/python" - <<'PYCHECK' 2>/dev/null; then
 import importlib.metadata as md
 import a2a, starlette, sse_starlette, sqlalchemy, aiosqlite, uvicorn, httptools, uvloop, httpx  # noqa: F401
+import grpc, a2a.types.a2a_pb2_grpc  # noqa: F401
 assert md.version("a2a-sdk") == "1.3.0"
 PYCHECK
     echo "venv $VENV already complete" >&2

@@ -17,10 +17,19 @@ read from /proc for its whole process group. The client is raw asyncio
 sockets (loadclient.py) and shares the two cores with the servers, as it
 would on a small box.
 
+The gRPC workloads (``grpc_gettask``, ``grpc_e2e``) have each server serve the
+gRPC binding too: the SDK its ``GrpcHandler`` over the same request handler
+and store (``sdk_agent.py --grpc-port``), ours ``TOOLNEXUS["GRPC"]`` (the
+testproject's ``TOOLNEXUS_GRPC_ADDRESS``). Their client is
+benchmarks/grpc_load.py (grpc.aio, N callers on one channel for a fixed time,
+the SDK venv's python), a process of its own as well.
+
     bash benchmarks/sdk_venv.sh                      # once: the SDK's venv
-    .venv/bin/python benchmarks/versus_sdk.py        # everything, ~8 minutes
+    .venv/bin/python benchmarks/versus_sdk.py        # everything, ~10 minutes
     .venv/bin/python benchmarks/versus_sdk.py --only streams gettask \
         --servers "toolnexus sqlite" "sdk memory"
+    .venv/bin/python benchmarks/versus_sdk.py --only grpc_gettask grpc_e2e \
+        --grpc-callers 16 --grpc-seconds 10           # gRPC: GetTask, end-to-end Tasks
 
 Results are written down in benchmarks/RESULTS.md ("Side by side with the a2a-sdk").
 """
@@ -29,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -89,15 +99,20 @@ class Server:
     path: str  # the JSON-RPC endpoint's path
     log: Path
     port: int = field(default_factory=free_port)
+    grpc_port: int = field(default_factory=free_port)  # used when a gRPC workload runs
     proc: subprocess.Popen[bytes] | None = None
     application: str | None = None  # PostgreSQL application_name of its sessions
 
     def start(self) -> None:
         out = self.log.open("wb")
+
+        def fill(text: str) -> str:
+            return text.replace("{port}", str(self.port)).replace("{grpc}", str(self.grpc_port))
+
         self.proc = subprocess.Popen(
-            [a.replace("{port}", str(self.port)) for a in self.argv],
-            cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            [fill(a) for a in self.argv],
+            cwd=ROOT, env={k: fill(v) for k, v in self.env.items()}, stdout=out,
+            stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
 
     async def ready(self, timeout: float = 60) -> None:
@@ -161,7 +176,11 @@ def pg_connections(application: str) -> int:
     return int(row[0]) if row else 0
 
 
-def make_servers(workdir: Path, model_url: str, chosen: list[str]) -> list[Server]:
+def make_servers(
+    workdir: Path, model_url: str, chosen: list[str], grpc: bool = False
+) -> list[Server]:
+    """The chosen servers; with ``grpc``, each serves the gRPC binding too, on its
+    ``grpc_port`` (the SDK: ``sdk_agent.py --grpc-port``; ours: TOOLNEXUS["GRPC"])."""
     sdk_py = str(SDK_VENV / "bin" / "python")
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "TOOLNEXUS_"))}
     servers = []
@@ -169,7 +188,7 @@ def make_servers(workdir: Path, model_url: str, chosen: list[str]) -> list[Serve
         if not Path(sdk_py).exists():
             raise SystemExit(f"no SDK venv at {SDK_VENV}: run bash benchmarks/sdk_venv.sh first")
     agent = str(HERE / "sdk_agent.py")
-    common = ["--port", "{port}", "--model-url", model_url]
+    common = ["--port", "{port}", "--model-url", model_url, *(["--grpc-port", "{grpc}"] * grpc)]
     if "sdk memory" in chosen:
         servers.append(Server("sdk memory", [sdk_py, agent, *common, "--store", "memory"],
                               base_env, "/", workdir / "sdk-memory.log"))  # fmt: skip
@@ -185,6 +204,7 @@ def make_servers(workdir: Path, model_url: str, chosen: list[str]) -> list[Serve
         "LLM_TIMEOUT_MS": "120000",
         "TOOLNEXUS_STORE": "django",
         "TOOLNEXUS_LOG_LEVEL": "WARNING",
+        **({"TOOLNEXUS_GRPC_ADDRESS": "127.0.0.1:{grpc}"} if grpc else {}),
     }
     serve = [PY, "manage.py", "toolnexus_serve", "127.0.0.1:{port}"]
     if "toolnexus sqlite" in chosen:
@@ -458,6 +478,39 @@ async def end_to_end(server: Server, clients: int, tasks: int) -> Result:
     }
 
 
+def grpc_load(server: Server, call: str, args: argparse.Namespace) -> Result:
+    """benchmarks/grpc_load.py against the server's gRPC port: ``args.grpc_callers``
+    callers for ``args.grpc_seconds`` after a warm-up. The client is a process of
+    its own (the SDK venv's python: grpcio and the SDK's stubs), outside the
+    server's process group, so the CPU read from /proc is the server's alone."""
+    argv = [
+        str(SDK_VENV / "bin" / "python"), str(HERE / "grpc_load.py"),
+        "--target", f"127.0.0.1:{server.grpc_port}", "--call", call,
+        "--callers", str(args.grpc_callers), "--seconds", str(args.grpc_seconds),
+        "--warmup", str(args.grpc_warmup),
+    ]  # fmt: skip
+    load = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    assert load.stdout is not None
+    try:
+        if load.stdout.readline().strip() != "measuring":
+            raise RuntimeError(f"grpc_load.py did not start against {server.name}")
+        cpu0 = server.cpu()
+        line = load.stdout.readline()
+        cpu = server.cpu() - cpu0
+    finally:
+        if load.wait(60) != 0:
+            raise RuntimeError(f"grpc_load.py failed against {server.name}")
+    out = json.loads(line)
+    per = "req" if call == "get" else "task"
+    return {
+        f"{per}s_per_s": out["per_s"],
+        f"cpu_ms_per_{per}": 1000 * cpu / max(1, out["calls"]),
+        "p50_ms": out["p50_ms"],
+        "p99_ms": out["p99_ms"],
+        "failures": out["failures"],
+    }
+
+
 # -- the run -----------------------------------------------------------------------------------
 
 
@@ -503,6 +556,16 @@ async def _e2e(server: Server, args: argparse.Namespace) -> Result:
     return await end_to_end(server, 16, args.tasks)
 
 
+@workload("grpc_gettask")
+async def _grpc_gettask(server: Server, args: argparse.Namespace) -> Result:
+    return await asyncio.to_thread(grpc_load, server, "get", args)
+
+
+@workload("grpc_e2e")
+async def _grpc_e2e(server: Server, args: argparse.Namespace) -> Result:
+    return await asyncio.to_thread(grpc_load, server, "send", args)
+
+
 def show(name: str, results: dict[str, dict[str, Result]]) -> None:
     print(f"\n### {name}\n")
     for server, result in results.items():
@@ -515,14 +578,16 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, dict[str, Re
     )
     assert fake.stdout is not None
     model_url = fake.stdout.readline().strip()
-    servers = make_servers(workdir, model_url, args.servers)
+    names = args.only or list(WORKLOADS)
+    grpc = any(name.startswith("grpc_") for name in names)
+    servers = make_servers(workdir, model_url, args.servers, grpc)
     table: dict[str, dict[str, Result]] = {}
     try:
         for server in servers:
             server.start()
         for server in servers:
             await server.ready()
-        for name in args.only or list(WORKLOADS):
+        for name in names:
             print(f"{name} (load average {os.getloadavg()[0]:.2f})", flush=True)
             table[name] = {}
             for server in servers:
@@ -556,6 +621,9 @@ def main() -> int:
     parser.add_argument("--slow", type=int, default=100, help="slow-header connections")
     parser.add_argument("--wrk-seconds", type=float, default=10)
     parser.add_argument("--tasks", type=int, default=1000, help="end-to-end Tasks, instant model")
+    parser.add_argument("--grpc-callers", type=int, default=16, help="gRPC workloads' callers")
+    parser.add_argument("--grpc-seconds", type=float, default=10, help="each gRPC workload, s")
+    parser.add_argument("--grpc-warmup", type=float, default=2, help="before each, s")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="tnx-vs-sdk-"))
     for line in machine():

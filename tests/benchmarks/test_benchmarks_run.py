@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +106,30 @@ def test_module_paths_counts_each_path_on_a_served_worker() -> None:
     listed = out.split("\nget: ", 1)[1].split("\n\n", 1)[0].splitlines()
     assert listed[0].startswith(f"{counts['GetTask (v1.0) of a completed Task']} modules"), out
     assert len(listed) == 1 + counts["GetTask (v1.0) of a completed Task"], out
+
+
+def test_versus_sdk_runs_its_grpc_workloads_on_the_sdk_and_on_ours() -> None:
+    import ast
+
+    sdk_python = Path(os.environ.get("SDK_VENV", "/tmp/tnx-sdk-venv")) / "bin" / "python"
+    if subprocess.run([str(sdk_python), "-c", "import grpc, a2a"], capture_output=True).returncode:
+        pytest.skip("needs the SDK's venv with a2a-sdk[grpc]: bash benchmarks/sdk_venv.sh")
+    out = run("benchmarks/versus_sdk.py", "--only", "grpc_gettask", "grpc_e2e",
+              "--servers", "sdk memory", "toolnexus sqlite",
+              "--grpc-seconds", "1", "--grpc-warmup", "0", "--grpc-callers", "2")  # fmt: skip
+    rows = {}
+    for line in out.splitlines():
+        if line.startswith("grpc_"):
+            workload = line.split()[0]
+        elif line.startswith("  ") and "{" in line:
+            name, result = line.strip().split("  ", 1)
+            rows[(workload, name)] = ast.literal_eval(result.strip())
+    assert sorted(rows) == [
+        ("grpc_e2e", "sdk memory"), ("grpc_e2e", "toolnexus sqlite"),
+        ("grpc_gettask", "sdk memory"), ("grpc_gettask", "toolnexus sqlite"),
+    ], out  # fmt: skip
+    for (workload, name), result in rows.items():
+        rate = result["reqs_per_s" if workload == "grpc_gettask" else "tasks_per_s"]
+        assert rate > 0 and result["failures"] == {}, (workload, name, result)
+        assert result["cpu_ms_per_req" if workload == "grpc_gettask" else "cpu_ms_per_task"] > 0
+    assert "exit codes on SIGTERM: {'sdk memory': 0, 'toolnexus sqlite': 0}" in out

@@ -217,8 +217,7 @@ DEFAULTS: dict[str, Any] = {
     # GET <prefix>/extendedAgentCard): a callable (request, public card) ->
     # card, or its dotted path; None = no extended card.
     "EXTENDED_AGENT_CARD": "toolnexus_django.a2a.card.authenticated_card",
-    # Signs both Agent Cards (their "signatures"; docs/protocol.md): an EC P-256
-    # private key (PEM, or a PEM file's path); None = PUSH's SIGNING_KEY; False = unsigned.
+    # Signs both Agent Cards: an EC P-256 key (PEM or path); None = PUSH's SIGNING_KEY; False: off.
     "CARD_SIGNING_KEY": None,
     # Push notifications (the django store): hosts a webhook may be on although
     # they resolve to loopback or private addresses (names, ".suffix", or IPs);

@@ -254,6 +254,7 @@ def extended_card_with_params(request: Any, card: dict[str, Any]) -> dict[str, A
         ({}, []),
         ({}, [BasicAuthentication, ApiTokenAuthentication]),
         ({"AGENT": {"name": "bare", "description": ""}}, []),
+        ({"GRPC": {"ADDRESS": "127.0.0.1:50051"}}, []),
         (
             {
                 "SECURITY_SCHEMES": {

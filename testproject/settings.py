@@ -7,6 +7,8 @@ TOOLNEXUS_TASK_BACKEND  unset: the in-process backend; "database": django-tasks-
 TOOLNEXUS_LEASE_SECONDS / _MAX_ATTEMPTS / _REQUEUE_AFTER / _SWEEP_INTERVAL: recovery timing
 TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES: the bound on a model answer (benchmarks/model_answer_rss.py)
 TOOLNEXUS_MCP_TOOLS  unset: no MCP endpoint; "__all__" or comma-separated tool names
+TOOLNEXUS_GRPC_ADDRESS  unset: no gRPC; "host:port": toolnexus_serve serves gRPC there too
+TOOLNEXUS_PERMISSION_CLASSES  unset: AllowAny; comma-separated DRF permission classes
 DEMO_AGENT        "expenses" (default): the expenses app's tools, acting as the signed-in
                   requester; "example": the permission-free example tools on an endpoint
                   without authentication (the test suite's)
@@ -229,6 +231,12 @@ if os.environ.get("TOOLNEXUS_DATABASE_THREADS"):
     TOOLNEXUS["DATABASE_THREADS"] = int(os.environ["TOOLNEXUS_DATABASE_THREADS"])
 if os.environ.get("TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES"):
     TOOLNEXUS["MAX_MODEL_RESPONSE_BYTES"] = int(os.environ["TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES"])
+# The gRPC binding on TOOLNEXUS_GRPC_ADDRESS ("host:port"; unset: off), and
+# the endpoint's DRF permission classes (comma-separated; unset: AllowAny).
+if os.environ.get("TOOLNEXUS_GRPC_ADDRESS"):
+    TOOLNEXUS["GRPC"] = {"ADDRESS": os.environ["TOOLNEXUS_GRPC_ADDRESS"]}
+if os.environ.get("TOOLNEXUS_PERMISSION_CLASSES"):
+    TOOLNEXUS["PERMISSION_CLASSES"] = os.environ["TOOLNEXUS_PERMISSION_CLASSES"].split(",")
 # The toolkit as an MCP server at /agent/mcp: TOOLNEXUS_MCP_TOOLS = "__all__" or
 # comma-separated tool names (unset: off). Behind HTTP Basic (Django users),
 # unlike the open demo A2A endpoint: MCP callers run tools directly.

@@ -112,8 +112,8 @@ ROWS: tuple[tuple[Layer, ...], ...] = (
         Layer(
             "serving",
             ("serving",),
-            "the HTTP edge: one request handler, its bindings (JSON-RPC, HTTP+JSON, "
-            "MCP) over ASGI, the DRF views over WSGI, SSE, static files, "
+            "the edge: one request handler, its bindings (JSON-RPC, HTTP+JSON, "
+            "MCP) over ASGI, the DRF views over WSGI, SSE, static files, gRPC, "
             "toolnexus_serve's server and workers",
         ),
         Layer(

@@ -7,10 +7,8 @@ the cache so tests see their overrides.
 
 Every read goes through here: the dict sections (``toolnexus_settings.PUSH``,
 ``.REVIEW``, ``.MCP``) and the dotted paths, imported by :func:`import_path`
-(one place, DRF's ``IMPORT_STRINGS`` way) with an ``ImproperlyConfigured`` that
-names the setting. Validation lives in :mod:`toolnexus_django.checks` (system
-checks, one id per problem), so a bad value is reported at start-up rather
-than at request time.
+(DRF's ``IMPORT_STRINGS`` way) with an ``ImproperlyConfigured`` naming the
+setting. Validation is :mod:`toolnexus_django.checks` (one id per problem).
 """
 
 from __future__ import annotations
@@ -263,13 +261,16 @@ DEFAULTS: dict[str, Any] = {
         "MAX_CONCURRENT_CALLS": 8,
         "AUDIT": True,
     },
+    # gRPC (the ``grpc`` extra): every toolnexus_serve worker serves it on ADDRESS,
+    # "host:port" (None: off); the card names URL (None: ADDRESS; set it for 0.0.0.0).
+    "GRPC": {"ADDRESS": None, "URL": None},
 }
 
 #: Nested dict settings whose missing keys fall back to the defaults above.
-_NESTED = ("AGENT", "TOOLKIT", "CLIENT", "ANSWERERS", "PUSH", "REVIEW", "MCP")
+_NESTED = ("AGENT", "TOOLKIT", "CLIENT", "ANSWERERS", "PUSH", "REVIEW", "MCP", "GRPC")
 #: Sections that are only ever dicts of options: one that is not reads as its
 #: defaults (the checks report it), so ``toolnexus_settings.PUSH[key]`` holds.
-SECTIONS = ("PUSH", "REVIEW", "MCP")
+SECTIONS = ("PUSH", "REVIEW", "MCP", "GRPC")
 
 
 def setting_name(*path: str | int) -> str:

@@ -1,7 +1,7 @@
 """The official a2a-sdk Python client (pinned in the ``test`` extra) against
 ``manage.py toolnexus_serve`` in a subprocess: its v1.0 JSON-RPC transport, its
-v0.3 compat transport and its HTTP+JSON (REST) transport, on the same server
-and the same Tasks."""
+v0.3 compat transport, its HTTP+JSON (REST) transport and its gRPC transport
+(``TOOLNEXUS["GRPC"]`` on), on the same server and the same Tasks."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
 from a2a.client.client import Client
+from a2a.client.transports.grpc import GrpcTransport
 from a2a.client.transports.jsonrpc import JsonRpcTransport
 from a2a.client.transports.rest import RestTransport
 from a2a.compat.v0_3.jsonrpc_transport import CompatJsonRpcTransport
@@ -42,13 +44,13 @@ from a2a.utils.errors import (
 )
 
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
-from tests.servers import fake_env, serve
+from tests.servers import fake_env, free_port, serve
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 EXPENSE = ToolCall("file_expense", {"amount": 12.5, "description": "taxi"})
 ASK = ToolCall("ask_requester", {"question": "Where to, and on which dates?"})
-TRANSPORTS = ("v1.0", "v0.3", "rest")
+TRANSPORTS = ("v1.0", "v0.3", "rest", "grpc")
 SETTLED = {
     TaskState.TASK_STATE_COMPLETED,
     TaskState.TASK_STATE_FAILED,
@@ -81,6 +83,8 @@ async def sdk_client(
 
     v1.0: the card as served (the factory prefers its 1.0 interface).
     rest: the card as served, by a client that speaks only HTTP+JSON.
+    grpc: the card as served, by a client that speaks only gRPC (it dials
+    the card's GRPC interface).
     v0.3: the card as a v0.3-only client sees it — its legacy url /
     protocolVersion / preferredTransport fields, without supportedInterfaces —
     which makes the factory choose the compat transport.
@@ -89,7 +93,10 @@ async def sdk_client(
         config = ClientConfig(streaming=streaming, httpx_client=http)
         if transport == "rest":
             config.supported_protocol_bindings = ["HTTP+JSON"]
-        if transport in ("v1.0", "rest"):
+        if transport == "grpc":
+            config.supported_protocol_bindings = ["GRPC"]
+            config.grpc_channel_factory = grpc.aio.insecure_channel
+        if transport in ("v1.0", "rest", "grpc"):
             card = await A2ACardResolver(http, f"{base}/agent").get_agent_card()
         else:
             raw = (await http.get(f"{base}/agent/.well-known/agent-card.json")).json()
@@ -100,6 +107,7 @@ async def sdk_client(
             "v1.0": JsonRpcTransport,
             "v0.3": CompatJsonRpcTransport,
             "rest": RestTransport,
+            "grpc": GrpcTransport,
         }[transport]
         assert isinstance(client._transport, expected)  # type: ignore[attr-defined]
         try:
@@ -129,10 +137,15 @@ def text_of(task: Task) -> str:
     return "".join(p.text for a in task.artifacts for p in a.parts)
 
 
+def grpc_env() -> dict[str, str]:
+    """toolnexus_serve's environment with gRPC on, on a port of its own."""
+    return {"TOOLNEXUS_GRPC_ADDRESS": f"127.0.0.1:{free_port()}"}
+
+
 def run_against_server(
     tmp_path: Path, fake: FakeLLM, scenario: Callable[[str], Awaitable[None]]
 ) -> None:
-    with serve(tmp_path, env=fake_env(fake)) as server:
+    with serve(tmp_path, env={**fake_env(fake), **grpc_env()}) as server:
         card = server.wait_ready()
         assert card["capabilities"]["streaming"] is True
         asyncio.run(scenario(server.base))
@@ -235,7 +248,7 @@ def test_cancel(fake_llm: FakeLLM, tmp_path: Path) -> None:
     run_against_server(tmp_path, fake_llm, scenario)
 
 
-@pytest.mark.parametrize("transport", ["v1.0", "rest"])
+@pytest.mark.parametrize("transport", ["v1.0", "rest", "grpc"])
 def test_list_tasks_paging_v1(fake_llm: FakeLLM, tmp_path: Path, transport: str) -> None:
     async def scenario(base: str) -> None:
         fake_llm.default = Text("listed")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,8 @@ class Case(NamedTuple):
     toolnexus: Any
     #: Django settings: a value, or a function of the current value.
     django: dict[str, Any] | None = None
+    #: Modules that cannot be imported for this case (not installed).
+    hidden: tuple[str, ...] = ()
 
 
 def toolkit(**keys: Any) -> dict[str, Any]:
@@ -171,6 +174,12 @@ CASES: list[Case] = [
     Case("E711", "E020", mcp(CALL_TIMEOUT=-1)),
     Case("E712", "E020", mcp(AUDIT="yes")),
     Case("E021", "E021", mcp(tools=["nope"])),
+    Case("E800", None, {"GRPC": "127.0.0.1:50051"}),
+    Case("E801", None, section("GRPC", ADDRESS=None, PORT=50051)),
+    Case("E802", None, section("GRPC", ADDRESS="localhost")),
+    Case("E803", None, section("GRPC", URL=50051)),
+    Case("E804", None, section("GRPC", ADDRESS="127.0.0.1:50051"), hidden=("grpc",)),
+    Case("W800", None, section("GRPC", ADDRESS="0.0.0.0:50051")),
     Case(
         "W020",
         "W020",
@@ -194,6 +203,8 @@ def ids_with(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[[Case],
         monkeypatch.delenv(name, raising=False)
 
     def run(case: Case) -> set[str]:
+        for module in case.hidden:
+            monkeypatch.setitem(sys.modules, module, None)  # find_spec: not installed
         for name, value in (case.django or {}).items():
             setattr(settings, name, value(getattr(settings, name)) if callable(value) else value)
         toolnexus = case.toolnexus

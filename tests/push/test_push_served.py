@@ -1,7 +1,7 @@
 """Push notifications from a real ``toolnexus_serve``: undelivered notifications
 survive kill -9 of the whole server and are delivered, in order, by the next
-one; the official a2a-sdk client's push-config calls work over JSON-RPC and
-HTTP+JSON."""
+one; the official a2a-sdk client's push-config calls work over JSON-RPC,
+HTTP+JSON and gRPC."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
@@ -28,7 +29,7 @@ from a2a.types.a2a_pb2 import (
 from tests.conftest import RpcClient, wait_until
 from tests.e2e.test_crash import kill_whole_server
 from tests.fakes import FakeLLM, Hang, Text
-from tests.servers import fake_env, serve
+from tests.servers import fake_env, free_port, serve
 from tests.webhooks import Receiver
 from toolnexus_django.models import PushConfig, PushDelivery
 
@@ -116,12 +117,15 @@ def test_the_official_client_manages_push_configs(fake_llm: FakeLLM, tmp_path: P
     fake_llm.default = Hang(max_seconds=20, then=Text("done"))
 
     async def scenario(base: str, hook_url: str) -> None:
-        for binding in ("JSONRPC", "HTTP+JSON"):
+        for binding in ("JSONRPC", "HTTP+JSON", "GRPC"):
             async with httpx.AsyncClient(timeout=20) as http:
                 card = await A2ACardResolver(http, f"{base}/agent").get_agent_card()
                 assert card.capabilities.push_notifications is True
                 config = ClientConfig(
-                    httpx_client=http, streaming=False, supported_protocol_bindings=[binding]
+                    httpx_client=http,
+                    streaming=False,
+                    supported_protocol_bindings=[binding],
+                    grpc_channel_factory=grpc.aio.insecure_channel,
                 )
                 client = ClientFactory(config).create(card)
                 try:
@@ -159,7 +163,8 @@ def test_the_official_client_manages_push_configs(fake_llm: FakeLLM, tmp_path: P
                 finally:
                     await client.close()
 
-    with Receiver() as hook, serve(tmp_path, env=push_env(fake_llm)) as server:
+    env = push_env(fake_llm, TOOLNEXUS_GRPC_ADDRESS=f"127.0.0.1:{free_port()}")
+    with Receiver() as hook, serve(tmp_path, env=env) as server:
         server.wait_ready()
         asyncio.run(scenario(server.base, hook.url))
         fake_llm.release()

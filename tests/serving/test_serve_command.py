@@ -26,6 +26,7 @@ from tests.servers import (
     MANAGE,
     ROOT,
     fake_env,
+    free_port,
     serve,
 )
 from tests.utils import private_of
@@ -269,6 +270,20 @@ def test_bad_address_and_busy_port_are_command_errors() -> None:
             call_command("toolnexus_serve", f"127.0.0.1:{port}")
     with pytest.raises(CommandError):
         call_command("toolnexus_serve", "--workers", "0")
+
+
+def test_a_bad_or_busy_grpc_address_is_a_command_error(configure: Any) -> None:
+    """Checked in the master with a plain socket, before anything forks."""
+    configure(None, GRPC={"ADDRESS": "nowhere"})
+    with pytest.raises(CommandError, match=r"GRPC.*not a valid port number"):
+        call_command("toolnexus_serve", f"127.0.0.1:{free_port()}")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = f"127.0.0.1:{busy.getsockname()[1]}"
+        configure(None, GRPC={"ADDRESS": taken})
+        with pytest.raises(CommandError, match=f"cannot listen on {taken}: .*already in use"):
+            call_command("toolnexus_serve", f"127.0.0.1:{free_port()}")
 
 
 def test_describe_model() -> None:

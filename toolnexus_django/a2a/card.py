@@ -221,7 +221,8 @@ def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str,
         "supportedInterfaces": [
             {"url": endpoint_url, "protocolBinding": binding, "protocolVersion": version}
             for binding, version in INTERFACES
-        ],
+        ]
+        + grpc_interface(),
         "capabilities": {"streaming": True, "pushNotifications": _pushes()},
         # Media types (v1.0 and v0.3 alike); a skill has none of its own.
         "defaultInputModes": list(MEDIA_TYPES),
@@ -235,6 +236,14 @@ def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str,
         card["capabilities"]["extendedAgentCard"] = True  # v1.0
         card["supportsAuthenticatedExtendedCard"] = True  # v0.3
     return card
+
+
+def grpc_interface() -> list[dict[str, Any]]:
+    """The gRPC binding's entry (``TOOLNEXUS["GRPC"]``: its URL, else its
+    address, the ``host:port`` a gRPC channel dials), when it is on."""
+    grpc = toolnexus_settings.GRPC
+    url = grpc.get("URL") or grpc.get("ADDRESS")
+    return [{"url": str(url), "protocolBinding": "GRPC", "protocolVersion": "1.0"}] if url else []
 
 
 def _pushes() -> bool:

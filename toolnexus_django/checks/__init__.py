@@ -14,6 +14,7 @@ limits.py       the numbers
 review.py       ``REVIEW``
 push.py         ``PUSH``
 mcp.py          ``MCP``
+grpc.py         ``GRPC``
 security.py     an endpoint open to anyone (the ``security`` tag)
 ==============  ====================================================
 """
@@ -28,6 +29,7 @@ from django.core.checks import CheckMessage, Tags, register
 
 from ..conf import SETTING_NAME, merge
 from .agent import check_agent
+from .grpc import check_grpc
 from .limits import check_limits
 from .mcp import check_mcp
 from .problems import PROBLEMS, RETIRED_IDS, problem
@@ -41,6 +43,7 @@ __all__ = [
     "PROBLEMS",
     "RETIRED_IDS",
     "check_endpoint_not_open",
+    "check_grpc",
     "check_mcp",
     "check_push",
     "check_review",
@@ -65,6 +68,7 @@ def check_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> l
     errors += check_review()
     errors += check_push()
     errors += check_mcp()
+    errors += check_grpc()
     return errors
 
 

@@ -4,7 +4,7 @@ that makes their messages.
 Ids are grouped by the module that raises them: E1xx the ``TOOLNEXUS`` dict
 and its top-level keys (:mod:`.toplevel`), E2xx ``STORE`` (:mod:`.store`),
 E3xx ``AGENT`` / ``TOOLKIT`` / ``CLIENT`` (:mod:`.agent`), E4xx the numbers
-(:mod:`.limits`), E5xx ``REVIEW``, E6xx ``PUSH``, E7xx ``MCP``. The ids from
+(:mod:`.limits`), E5xx ``REVIEW``, E6xx ``PUSH``, E7xx ``MCP``, E8xx ``GRPC``. The ids from
 before that already named one problem kept their number. README's "System
 checks" lists them all; a test holds the two (and each id's one raise) together.
 """
@@ -127,6 +127,13 @@ PROBLEMS: dict[str, str] = {
     "E712": 'MCP["AUDIT"] is not True or False',
     "E021": 'MCP["tools"] names a tool the toolkit does not have',
     "W020": 'MCP["tools"] could not be checked: the toolkit did not build',
+    # grpc.py
+    "E800": "GRPC is not a dict",
+    "E801": "GRPC has an unknown key",
+    "E802": 'GRPC["ADDRESS"] is not "host:port" (or None)',
+    "E803": 'GRPC["URL"] is not a string (or None)',
+    "E804": 'GRPC["ADDRESS"] is set but grpcio or the a2a-sdk is not installed',
+    "W800": 'GRPC["ADDRESS"] listens on every interface and no URL says where clients dial',
     # security.py
     "W002": "the endpoint admits anonymous callers and DEBUG is off",
 }

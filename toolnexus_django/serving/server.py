@@ -29,10 +29,8 @@ this app:
 from __future__ import annotations
 
 import inspect
-import ipaddress
 import logging
 import math
-import re
 import socket
 import threading
 from collections.abc import Callable
@@ -48,52 +46,15 @@ from gunicorn.arbiter import Arbiter
 
 from ..conf import import_path, setting_name, toolnexus_settings
 from ..runtime import grace_seconds
+from .addresses import DEFAULT_ADDR, DEFAULT_PORT, netloc, parse_addrport
 from .httpprotocol import DEFAULT_MAX_HEADER_BYTES
 from .worker import AgentWorker
 
 logger = logging.getLogger("toolnexus_django.server")
 
-DEFAULT_ADDR = "127.0.0.1"
-DEFAULT_PORT = 8000
 #: How long the master waits for a worker beyond ``grace`` before SIGKILL:
 #: stopping the runtime (toolkit/MCP close is bounded at 5 s) plus exit.
 _STOP_MARGIN = 7.0
-
-# Django's runserver accepts the same forms: "8000", "1.2.3.4:8000",
-# "[::1]:8000", "localhost:8000".
-_ADDRPORT = re.compile(
-    r"""^(?:(?P<addr>
-        (?P<ipv4>\d{1,3}(?:\.\d{1,3}){3}) |
-        (?P<ipv6>\[[a-fA-F0-9:]+\]) |
-        (?P<fqdn>[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*)
-    ):)?(?P<port>\d+)$""",
-    re.X,
-)
-
-
-def parse_addrport(value: str | None) -> tuple[str, int]:
-    """``"[addr:]port"`` -> ``(host, port)``; IPv6 hosts come back without brackets.
-    Raises ``ValueError`` with a message fit for the user."""
-    if not value:
-        return DEFAULT_ADDR, DEFAULT_PORT
-    match = _ADDRPORT.match(value)
-    if match is None:
-        raise ValueError(f'"{value}" is not a valid port number or address:port pair.')
-    port = int(match["port"])
-    if not 0 < port < 65536:
-        raise ValueError(f'"{match["port"]}" is not a valid port number (1-65535).')
-    host = match["addr"] or DEFAULT_ADDR
-    if match["ipv4"] or match["ipv6"]:
-        host = host.strip("[]")
-        try:
-            ipaddress.ip_address(host)
-        except ValueError:
-            raise ValueError(f'"{match["addr"]}" is not a valid IP address.') from None
-    return host, port
-
-
-def _netloc(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def check_bindable(host: str, port: int) -> None:
@@ -111,7 +72,7 @@ def check_bindable(host: str, port: int) -> None:
             sock.bind(sockaddr)
         except OSError as e:
             reason = "that port is already in use" if e.errno == 98 else e.strerror
-            raise OSError(f"cannot listen on {_netloc(host, port)}: {reason}") from None
+            raise OSError(f"cannot listen on {netloc(host, port)}: {reason}") from None
 
 
 def agent_card_url(base_url: str) -> str | None:
@@ -123,13 +84,30 @@ def agent_card_url(base_url: str) -> str | None:
         return None
 
 
+def served_endpoint_url(base_url: str) -> str:
+    """The JSON-RPC endpoint's URL on this server (``""`` when the project's
+    URLconf does not mount the app)."""
+    try:
+        return base_url.rstrip("/") + reverse("toolnexus_django:rpc")
+    except NoReverseMatch:
+        return ""
+
+
+def grpc_address(value: str) -> tuple[str, int, str]:
+    """``TOOLNEXUS["GRPC"]["ADDRESS"]`` -> ``(host, port, grpc's target)``:
+    ``"host:port"`` (an IPv6 host in brackets) or a port on 127.0.0.1, as
+    for HTTP; raises ``ValueError``."""
+    host, port = parse_addrport(value)
+    return host, port, netloc(host, port)
+
+
 def _without_credentials(url: str) -> str:
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
         return url
     host = parts.hostname or ""
-    netloc = _netloc(host, parts.port) if parts.port else host
-    return urlunsplit(parts._replace(netloc=netloc))
+    where = netloc(host, parts.port) if parts.port else host
+    return urlunsplit(parts._replace(netloc=where))
 
 
 def describe_model(setting: Any = None) -> str:
@@ -197,10 +175,12 @@ class ServeOptions:
     #: The most bytes of a request's line and headers (MAX_HEADER_BYTES).
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
     access_log: bool = False
+    #: Where every worker serves gRPC too (``"host:port"``; None: off).
+    grpc_address: str | None = None
 
     @property
     def bind(self) -> str:
-        return _netloc(self.host, self.port)
+        return netloc(self.host, self.port)
 
     @property
     def base_url(self) -> str:
@@ -232,6 +212,8 @@ class ServeApplication(BaseApplication):
                 "grace": opts.grace,
                 "read_timeout": opts.read_timeout,
                 "max_header_bytes": opts.max_header_bytes,
+                "grpc_address": opts.grpc_address,
+                "endpoint_url": served_endpoint_url(opts.base_url),
             },
         )
         config: dict[str, Any] = {

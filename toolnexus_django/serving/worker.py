@@ -12,11 +12,14 @@ and for a quick stop, where uvicorn skips the lifespan's shutdown."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import math
 import queue
 import signal
+import socket
+import sys
 import time
 from collections.abc import Callable, Iterator
 from types import FrameType
@@ -31,6 +34,8 @@ from .httpprotocol import DEFAULT_MAX_HEADER_BYTES, BoundedHttpProtocol
 
 logger = logging.getLogger("toolnexus_django.server")
 
+#: gunicorn's exit status for a worker that could not boot: the master stops.
+WORKER_BOOT_ERROR = 3
 #: The signals that stop a worker (see AgentServer.handle_exit).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 
@@ -66,6 +71,34 @@ class AgentServer(uvicorn.Server):
         self.early_stops = early_stops if early_stops is not None else []
         self.stopping_since: float | None = None
         self.quick = False
+        #: gRPC's "host:port" (``TOOLNEXUS["GRPC"]``), served beside HTTP; None: off.
+        self.grpc_address: str | None = None
+        #: The JSON-RPC endpoint's URL, which the extended card names.
+        self.endpoint_url = ""
+        self.grpc_server: Any = None
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.grpc_address and not self.should_exit:
+            # grpc is imported here: after the fork, and only where gRPC is on.
+            from .grpcserver import GrpcServer
+
+            server = GrpcServer(self.grpc_address, self.endpoint_url)
+            try:
+                await server.start()
+            except RuntimeError as e:
+                logger.error("gRPC: cannot serve on %s: %s", self.grpc_address, e)
+                sys.exit(WORKER_BOOT_ERROR)  # the master stops: retrying would fail the same way
+            self.grpc_server = server
+
+    async def _wait_tasks_to_complete(self) -> None:
+        # uvicorn's drain of the requests in flight, and gRPC's beside it,
+        # within what is left of the same grace (a quick stop: none).
+        left = 0.0 if self.quick else self.grace
+        if self.stopping_since is not None and not self.quick:
+            left = self.stopping_since + self.grace - time.monotonic()
+        grpc_stop = self.grpc_server.stop(left) if self.grpc_server else asyncio.sleep(0)
+        await asyncio.gather(super()._wait_tasks_to_complete(), grpc_stop)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -100,6 +133,9 @@ class AgentWorker(Worker):
     #: READ_TIMEOUT and MAX_HEADER_BYTES (:mod:`.httpprotocol`).
     read_timeout: float = 30.0
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    #: gRPC's address (None: off) and the endpoint's URL (:class:`AgentServer`).
+    grpc_address: str | None = None
+    endpoint_url: str = ""
 
     def hold_stop_signals(self, master_queue: Any) -> None:
         """Called first thing after the fork: keep a stop signal for the server.
@@ -163,6 +199,7 @@ class AgentWorker(Worker):
         server = AgentServer(
             config, waiting_stopper(), getattr(self, "early_stops", None), grace=grace
         )
+        server.grpc_address, server.endpoint_url = self.grpc_address, self.endpoint_url
         runtime.start()  # what the lifespan's startup does (then a no-op)
         try:
             server.run(sockets=[s.sock for s in self.sockets])

@@ -28,6 +28,7 @@ from ...serving.server import (
     describe_fulfilment,
     describe_model,
     describe_sweep,
+    grpc_address,
     parse_addrport,
     serve,
 )
@@ -118,6 +119,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             host, port = parse_addrport(options["addrport"])
+            grpc = self.grpc_target()
         except ValueError as e:
             raise CommandError(str(e)) from None
         if options["threads"] is not None:
@@ -131,9 +133,12 @@ class Command(BaseCommand):
             access_log=options["access_log"],
             read_timeout=float(toolnexus_settings.READ_TIMEOUT),
             max_header_bytes=int(toolnexus_settings.MAX_HEADER_BYTES),
+            grpc_address=grpc[2] if grpc else None,
         )
         try:
             check_bindable(host, port)
+            if grpc:
+                check_bindable(grpc[0], grpc[1])
         except OSError as e:
             raise CommandError(str(e)) from None
         try:
@@ -161,6 +166,16 @@ class Command(BaseCommand):
                     returncode=code,
                 ) from None
 
+    def grpc_target(self) -> tuple[str, int, str] | None:
+        """gRPC's (host, port, target) when ``TOOLNEXUS["GRPC"]`` turns it on."""
+        address = toolnexus_settings.GRPC.get("ADDRESS")
+        if not address:
+            return None
+        try:
+            return grpc_address(str(address))
+        except ValueError as e:
+            raise ValueError(f'TOOLNEXUS["GRPC"]["ADDRESS"]: {e}') from None
+
     def banner(self, opts: ServeOptions) -> None:
         """Runs in the master once the socket is bound, before any worker forks."""
         workers = f"{opts.workers} worker{'s' if opts.workers > 1 else ''}"
@@ -177,6 +192,8 @@ class Command(BaseCommand):
                 "No Agent Card: toolnexus_django's URLs are not in ROOT_URLCONF "
                 '(add path("agent/", include("toolnexus_django.urls"))).'
             )
+        if opts.grpc_address:
+            self.stdout.write(f"gRPC: {opts.grpc_address} (A2A v1.0, in every worker)")
         self.stdout.write(f"Model: {describe_model()}")
         if self.serving_static:
             from ...serving.staticfiles import static_prefix

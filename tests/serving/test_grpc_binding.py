@@ -1,0 +1,212 @@
+"""The gRPC binding's parts that need no server: A2A's errors as gRPC statuses
+the official client maps back, the card's GRPC interface, a call's metadata
+as the request DRF authenticates, and grpc kept out of every other module.
+(Served end to end: tests/a2a/test_grpc_served.py, test_a2a_sdk.py.)"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import grpc
+import pytest
+from a2a.client import ClientConfig, ClientFactory
+from a2a.client.card_resolver import parse_agent_card
+from a2a.client.transports.grpc import GrpcTransport
+from a2a.types import a2a_pb2
+from a2a.utils.errors import A2A_REASON_TO_ERROR
+from google.protobuf import json_format
+from google.rpc import error_details_pb2, status_pb2
+from rest_framework.authentication import BasicAuthentication
+
+from tests import taskdicts
+from tests.layers import PACKAGE, parse
+from toolnexus_django.a2a.card import build_card
+from toolnexus_django.a2a.dialects import Dialect, artifact_event, render_task, status_update
+from toolnexus_django.a2a.jsonrpc import RpcError
+from toolnexus_django.serving import grpcmessages
+from toolnexus_django.serving.grpcbinding import http_scope, status_of
+from toolnexus_django.serving.grpcmessages import as_message
+
+ENDPOINT = "http://testserver/agent/"
+
+#: (JSON-RPC code, gRPC status, the SDK's error class) — A2A v1.0 §5.4.
+TABLE = [
+    (-32001, grpc.StatusCode.NOT_FOUND, "TaskNotFoundError"),
+    (-32002, grpc.StatusCode.FAILED_PRECONDITION, "TaskNotCancelableError"),
+    (-32003, grpc.StatusCode.FAILED_PRECONDITION, "PushNotificationNotSupportedError"),
+    (-32004, grpc.StatusCode.FAILED_PRECONDITION, "UnsupportedOperationError"),
+    (-32005, grpc.StatusCode.INVALID_ARGUMENT, "ContentTypeNotSupportedError"),
+    (-32006, grpc.StatusCode.INTERNAL, "InvalidAgentResponseError"),
+    (-32007, grpc.StatusCode.FAILED_PRECONDITION, "ExtendedAgentCardNotConfiguredError"),
+    (-32009, grpc.StatusCode.FAILED_PRECONDITION, "VersionNotSupportedError"),
+    (-32600, grpc.StatusCode.INVALID_ARGUMENT, "InvalidRequestError"),
+    (-32700, grpc.StatusCode.INVALID_ARGUMENT, "InvalidRequestError"),
+    (-32601, grpc.StatusCode.NOT_FOUND, "MethodNotFoundError"),
+    (-32602, grpc.StatusCode.INVALID_ARGUMENT, "InvalidParamsError"),
+    (-32603, grpc.StatusCode.INTERNAL, "InternalError"),
+]
+
+
+@pytest.mark.parametrize(("code", "status", "sdk_error"), TABLE)
+def test_each_a2a_error_is_its_grpc_status_with_the_reason_the_sdk_maps_back(
+    code: int, status: grpc.StatusCode, sdk_error: str
+) -> None:
+    got, details = status_of(RpcError(code, "what went wrong", data={"taskId": "t-1"}))
+    assert got == status
+    rich = status_pb2.Status.FromString(details)
+    assert (rich.code, rich.message) == (status.value[0], "what went wrong")
+    info = error_details_pb2.ErrorInfo()
+    assert rich.details[0].Unpack(info)
+    assert info.domain == "a2a-protocol.org" and dict(info.metadata) == {"taskId": "t-1"}
+    assert A2A_REASON_TO_ERROR[info.reason].__name__ == sdk_error
+
+
+def rendered_results() -> list[tuple[dict[str, Any], type[Any]]]:
+    """What this server answers over gRPC, in every shape a result takes."""
+    message = {"role": "user", "parts": [{"kind": "text", "text": "summarise"}]}
+    task = taskdicts.new_task(message, text="summarise", owner=None)
+    done = taskdicts.completed(task, "a summary")
+    done["metadata"] = {"source": "test", "nested": {"n": 1.5, "ok": True, "list": [1, "a"]}}
+    done["artifacts"].append(
+        {
+            "artifactId": "a-2",
+            "parts": [
+                {"kind": "data", "data": {"rows": [{"x": 1}], "empty": {}}},
+                {"kind": "file", "file": {"bytes": "aGVsbG8=", "mimeType": "text/plain"}},
+                {"kind": "file", "file": {"uri": "https://example.com/f", "name": "f.txt"}},
+            ],
+        }
+    )
+    waiting = taskdicts.with_status(task, "input-required", "Approve it?")
+    v1 = [render_task(t, Dialect.V10) for t in (task, done, waiting)]
+    return [
+        *((t, a2a_pb2.Task) for t in v1),
+        ({"task": v1[1]}, a2a_pb2.SendMessageResponse),
+        ({"task": v1[0]}, a2a_pb2.StreamResponse),
+        (status_update(done, done["status"], Dialect.V10, final=True), a2a_pb2.StreamResponse),
+        (artifact_event(done, done["artifacts"][1], Dialect.V10), a2a_pb2.StreamResponse),
+        (
+            {"tasks": v1, "nextPageToken": "", "pageSize": 3, "totalSize": 3},
+            a2a_pb2.ListTasksResponse,
+        ),
+        (build_card(ENDPOINT), a2a_pb2.AgentCard),  # v0.3 fields to leave out
+        (build_card(ENDPOINT, [BasicAuthentication]), a2a_pb2.AgentCard),  # a map: securitySchemes
+    ]
+
+
+def test_results_become_exactly_the_messages_parse_dict_makes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    results = rendered_results()
+    expected = [json_format.ParseDict(r, k(), ignore_unknown_fields=True) for r, k in results]
+    parsed: list[str] = []
+    original = json_format.ParseDict
+
+    def parse_dict(value: Any, message: Any, **kw: Any) -> Any:
+        parsed.append(message.DESCRIPTOR.name)
+        return original(value, message, **kw)
+
+    monkeypatch.setattr(grpcmessages.json_format, "ParseDict", parse_dict)
+    for (result, kind), want in zip(results, expected, strict=True):
+        assert as_message(result, kind) == want, kind.__name__
+    # ParseDict did only the small well-known types, and the card with a map.
+    assert set(parsed) == {"Struct", "Value", "AgentCard"}
+    # Every part shape made it through (a file's bytes, a data part's Struct).
+    parts = as_message(results[1][0], a2a_pb2.Task).artifacts[1].parts  # type: ignore[attr-defined]
+    assert [p.WhichOneof("content") for p in parts] == ["data", "raw", "url"]
+    assert parts[1].raw == b"hello"
+
+
+def test_the_card_declares_grpc_only_when_it_is_on(settings: Any) -> None:
+    def grpc_entries() -> list[dict[str, Any]]:
+        card = build_card(ENDPOINT)
+        return [i for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+
+    assert grpc_entries() == []
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "GRPC": {"ADDRESS": "127.0.0.1:50051"}}
+    assert grpc_entries() == [
+        {"url": "127.0.0.1:50051", "protocolBinding": "GRPC", "protocolVersion": "1.0"}
+    ]
+    # Behind a proxy, or listening on every interface: the URL clients dial.
+    public = {"ADDRESS": "0.0.0.0:50051", "URL": "agent.example.com:443"}
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "GRPC": public}
+    [entry] = grpc_entries()
+    assert entry["url"] == "agent.example.com:443"
+
+    # The official client, asked for gRPC, dials that entry.
+    dialed: list[str] = []
+
+    def channel(url: str) -> Any:
+        dialed.append(url)
+        return grpc.insecure_channel(url)  # connects lazily: never, here
+
+    config = ClientConfig(supported_protocol_bindings=["GRPC"], grpc_channel_factory=channel)
+    client = ClientFactory(config).create(parse_agent_card(build_card(ENDPOINT)))
+    transport = client._transport  # type: ignore[attr-defined]
+    assert isinstance(transport, GrpcTransport)
+    transport.channel.close()
+    assert dialed == ["agent.example.com:443"]
+
+
+class Call:
+    """What a grpc.aio servicer context tells of a call: its metadata and peer."""
+
+    def __init__(self, metadata: tuple[tuple[str, Any], ...], peer: str) -> None:
+        self.metadata, self.address = metadata, peer
+
+    def invocation_metadata(self) -> tuple[tuple[str, Any], ...]:
+        return self.metadata
+
+    def peer(self) -> str:
+        return self.address
+
+
+def test_a_calls_metadata_is_the_request_drf_authenticates() -> None:
+    call = Call(
+        (
+            ("authorization", "Basic YWxpY2U6YWxpY2UtcHc="),
+            ("a2a-version", "1.0"),
+            ("trace-bin", b"\x00\x01"),  # binary metadata is no header
+        ),
+        "ipv6:[::1]:5555",
+    )
+    scope = http_scope(call, "GetTask", "agent.example.com:443")  # type: ignore[arg-type]
+    assert scope["path"] == "/lf.a2a.v1.A2AService/GetTask"
+    assert scope["headers"] == [
+        (b"authorization", b"Basic YWxpY2U6YWxpY2UtcHc="),
+        (b"a2a-version", b"1.0"),
+        (b"host", b"agent.example.com:443"),  # where clients dial (grpc passes no :authority)
+    ]
+    assert scope["client"] == ("::1", 5555)
+    # A host the caller names wins.
+    named = Call((("host", "other.example.com"),), "ipv4:10.0.0.1:1")
+    scope = http_scope(named, "GetTask", "agent.example.com:443")  # type: ignore[arg-type]
+    assert scope["headers"] == [(b"host", b"other.example.com")]
+    assert scope["client"] == ("10.0.0.1", 1)
+
+
+GRPC_MODULES = {"serving/grpcbinding.py", "serving/grpcserver.py", "serving/grpcmessages.py"}
+GRPC_IMPORTS = ("grpc", "a2a", "google.protobuf", "google.rpc")
+
+
+def test_only_the_grpc_modules_import_grpc_and_nothing_loads_them_up_front() -> None:
+    """A process that does not serve gRPC never loads grpcio (nor the SDK):
+    the master forks without it, and HTTP requests do not pay for it."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = str(path.relative_to(PACKAGE))
+        tree = parse(path.read_text(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                found = [("." * node.level) + (node.module or "")]
+            else:
+                continue
+            for module in found:
+                if name not in GRPC_MODULES:
+                    assert not module.startswith(GRPC_IMPORTS), f"{name} imports {module}"
+                loads = module.rsplit(".", 1)[-1] in ("grpcbinding", "grpcserver", "grpcmessages")
+                top_level = node in tree.body
+                if loads and name not in GRPC_MODULES:
+                    assert not top_level, f"{name} imports {module} up front"

@@ -1,0 +1,313 @@
+"""The gRPC binding (A2A v1.0 §10): the ``lf.a2a.v1.A2AService`` answered by
+the one request handler, as JSON-RPC and HTTP+JSON are.
+
+Each call goes through the same steps as an HTTP request:
+
+1. who is calling: the endpoint's DRF classes run on a request built from the
+   call's metadata (``authorization``, ``cookie``, any other header a class
+   reads), exactly as over ASGI (:func:`.pipeline.authenticate`); a refusal is
+   ``UNAUTHENTICATED`` (401), ``PERMISSION_DENIED`` (403) or
+   ``RESOURCE_EXHAUSTED`` (429, a throttle);
+2. the request message as its v1.0 JSON (``json_format.MessageToDict``: the
+   proto3 JSON mapping *is* v1.0's JSON), dispatched as the v1.0 method of the
+   same name (``handler.dispatch`` on a database thread): the same params
+   checks, the same store, the same owner scoping — another owner's Task is
+   ``NOT_FOUND``;
+3. the v1.0 result back into the response message (:mod:`.grpcmessages`: what
+   ``json_format.ParseDict`` makes, for a tenth of its CPU);
+   a stream's events one ``StreamResponse`` each, read from the Task's events
+   as SSE reads them (``EventStream.aevents``: no thread per stream);
+4. an ``RpcError`` as the status of A2A v1.0's error table (:data:`STATUS`),
+   with a ``google.rpc.Status`` carrying the ``ErrorInfo`` (the A2A reason) in
+   the ``grpc-status-details-bin`` trailer, where the official a2a-sdk client
+   maps it back to its error class.
+
+The generated code is the official a2a-sdk's (``a2a.types.a2a_pb2`` and
+``a2a_pb2_grpc``, the ``grpc`` extra): the same definitions its clients
+are built from, kept in step with the spec by the SDK's releases, with no
+code generation step (nor ``grpcio-tools``) here. Only a process serving
+gRPC imports this module (``toolnexus_serve`` with ``TOOLNEXUS["GRPC"]``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+from a2a.types import a2a_pb2, a2a_pb2_grpc
+from google.protobuf import any_pb2, empty_pb2, json_format
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2
+
+from ..a2a.card import extended_card_builder
+from ..a2a.dialects import negotiate_version, version_error
+from ..a2a.follow import await_settled
+from ..a2a.jsonrpc import (
+    A2A_DOMAIN,
+    CONTENT_TYPE_NOT_SUPPORTED,
+    INTERNAL_ERROR,
+    INVALID_AGENT_RESPONSE,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REASONS,
+    TASK_NOT_FOUND,
+    RpcError,
+    RpcRequest,
+)
+from ..a2a.methods import Awaiting, CallContext, EventStream
+from ..runtime.dbthreads import run_sync
+from .endpoint import Bound, bound
+from .grpcmessages import as_message
+from .handler import EndpointActions, handler
+from .pipeline import authenticate, caller_owner
+
+logger = logging.getLogger("toolnexus_django.grpc")
+
+#: JSON-RPC code -> gRPC status (A2A v1.0 §5.4; the a2a-sdk server's table).
+STATUS: dict[int, grpc.StatusCode] = {
+    TASK_NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    METHOD_NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    INVALID_PARAMS: grpc.StatusCode.INVALID_ARGUMENT,
+    INVALID_REQUEST: grpc.StatusCode.INVALID_ARGUMENT,
+    PARSE_ERROR: grpc.StatusCode.INVALID_ARGUMENT,
+    CONTENT_TYPE_NOT_SUPPORTED: grpc.StatusCode.INVALID_ARGUMENT,
+    INTERNAL_ERROR: grpc.StatusCode.INTERNAL,
+    INVALID_AGENT_RESPONSE: grpc.StatusCode.INTERNAL,
+}
+#: Every other A2A error (not cancelable, unsupported operation, no extended
+#: card, version, push not supported): a precondition the call did not meet.
+OTHER = grpc.StatusCode.FAILED_PRECONDITION
+#: DRF's refusals (HTTP status) -> gRPC status.
+REFUSALS: dict[int, grpc.StatusCode] = {
+    401: grpc.StatusCode.UNAUTHENTICATED,
+    403: grpc.StatusCode.PERMISSION_DENIED,
+    429: grpc.StatusCode.RESOURCE_EXHAUSTED,
+}
+STATUS_DETAILS_KEY = "grpc-status-details-bin"
+#: The path DRF sees a call under (its method's full name), e.g. for throttles' scopes.
+SERVICE_PATH = "/lf.a2a.v1.A2AService/"
+
+
+class Refused(Exception):
+    """The call is answered with ``code`` before it is dispatched."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def http_scope(
+    context: grpc.aio.ServicerContext, method: str, authority: str = ""
+) -> dict[str, Any]:
+    """The call as the ASGI scope of a POST to ``/<service>/<method>``: its
+    metadata as headers (binary ``-bin`` entries left out), its peer as the
+    client, and ``authority`` (where clients dial: grpc passes no ``:authority``
+    on) as its Host unless the metadata names one, for ``request.get_host()``."""
+    headers = [
+        (str(key).lower().encode("latin-1"), value.encode("latin-1", "replace"))
+        for key, value in context.invocation_metadata() or ()
+        if isinstance(value, str) and not str(key).startswith(":")
+    ]
+    if authority and not any(key == b"host" for key, _ in headers):
+        headers.append((b"host", authority.encode("latin-1", "replace")))
+    peer = context.peer() or ""  # "ipv4:127.0.0.1:5555"
+    host, _, port = peer.partition(":")[2].rpartition(":")
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "2",
+        "method": "POST",
+        "scheme": "http",
+        "path": SERVICE_PATH + method,
+        "raw_path": (SERVICE_PATH + method).encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": (host.strip("[]"), int(port)) if port.isdigit() else None,
+        "server": None,
+    }
+
+
+def drf_refusal(status: int, body: bytes) -> Refused:
+    """DRF's refusal (its status and JSON body) as the call's status."""
+    try:
+        detail = json.loads(body).get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    code = REFUSALS.get(status, grpc.StatusCode.PERMISSION_DENIED)
+    return Refused(code, str(detail or "Refused"))
+
+
+def grpc_caller(context: grpc.aio.ServicerContext, method: str, authority: str) -> Any:
+    """The DRF request the endpoint's classes authenticated (on a database
+    thread: authenticating may query); raises :class:`Refused`."""
+    scope = http_scope(context, method, authority)
+    request, refused = authenticate(scope, b"")  # type: ignore[arg-type]
+    if refused is not None:
+        raise drf_refusal(refused[0], refused[1])
+    return request
+
+
+def grpc_call_context(
+    context: grpc.aio.ServicerContext, binding: Bound, request: Any, endpoint_url: str
+) -> CallContext:
+    """Who is calling (``request``: DRF's, or None where no class is set)
+    and what they may do."""
+    metadata = dict(context.invocation_metadata() or ())
+    if negotiate_version(metadata.get("a2a-version")) == "0.3":  # v1.0's binding, as REST
+        raise version_error("The gRPC binding speaks A2A 1.0: send a2a-version: 1.0")
+    last_event_id = metadata.get("last-event-id")
+    return CallContext(
+        store=binding.store,
+        actions=EndpointActions(binding.store),
+        owner=caller_owner(request),
+        a2a_version="1.0",
+        last_event_id=last_event_id if isinstance(last_event_id, str) else None,
+        held=None,  # waiting holds no thread here
+        extended_card=(
+            extended_card_builder(request, endpoint_url, binding.authentication)
+            if request is not None
+            else None
+        ),
+    )
+
+
+def status_of(err: RpcError) -> tuple[grpc.StatusCode, bytes]:
+    """The status ``err`` is answered with, and its ``google.rpc.Status``
+    (code, message, ``ErrorInfo`` with the A2A reason and ``data`` as metadata)."""
+    code = STATUS.get(err.code, OTHER)
+    # A body that is not JSON is the SDK's "invalid request" (it has no parse error).
+    reason = REASONS.get(INVALID_REQUEST if err.code == PARSE_ERROR else err.code)
+    info = error_details_pb2.ErrorInfo(
+        reason=reason or "UNKNOWN_ERROR",
+        domain=A2A_DOMAIN,
+        metadata=_metadata(err.data),
+    )
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(code=code.value[0], message=err.message, details=[detail])
+    return code, status.SerializeToString()
+
+
+def _metadata(data: Any) -> dict[str, str]:
+    if not isinstance(data, dict):
+        return {}
+    return {
+        str(k): v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), default=str)
+        for k, v in data.items()
+    }
+
+
+#: method -> its response message (SendStreamingMessage and SubscribeToTask: each event).
+RESPONSES: dict[str, type[Message]] = {
+    "SendMessage": a2a_pb2.SendMessageResponse,
+    "SendStreamingMessage": a2a_pb2.StreamResponse,
+    "GetTask": a2a_pb2.Task,
+    "ListTasks": a2a_pb2.ListTasksResponse,
+    "CancelTask": a2a_pb2.Task,
+    "SubscribeToTask": a2a_pb2.StreamResponse,
+    "CreateTaskPushNotificationConfig": a2a_pb2.TaskPushNotificationConfig,
+    "GetTaskPushNotificationConfig": a2a_pb2.TaskPushNotificationConfig,
+    "ListTaskPushNotificationConfigs": a2a_pb2.ListTaskPushNotificationConfigsResponse,
+    "DeleteTaskPushNotificationConfig": empty_pb2.Empty,
+    "GetExtendedAgentCard": a2a_pb2.AgentCard,
+}
+
+
+class A2AService(a2a_pb2_grpc.A2AServiceServicer):
+    """Every method of the service, each one the v1.0 operation of its name.
+
+    ``endpoint_url``: the JSON-RPC endpoint's absolute URL, which the
+    extended card names (a gRPC call does not say which HTTP host it meant);
+    ``authority``: the ``host:port`` clients dial (the card's gRPC URL)."""
+
+    def __init__(self, endpoint_url: str = "", authority: str = "") -> None:
+        self.endpoint_url = endpoint_url
+        self.authority = authority
+        for method in RESPONSES:
+            streams = RESPONSES[method] is a2a_pb2.StreamResponse
+            setattr(self, method, self._streaming(method) if streams else self._unary(method))
+
+    async def _dispatch(
+        self, request: Message, context: grpc.aio.ServicerContext, method: str
+    ) -> Any:
+        binding = bound()
+        # Only a call DRF must see takes a thread for it (as over ASGI).
+        caller = (
+            await run_sync(grpc_caller, context, method, self.authority) if binding.drf else None
+        )
+        ctx = grpc_call_context(context, binding, caller, self.endpoint_url)
+        params = json_format.MessageToDict(request)
+        return ctx, await run_sync(handler.dispatch, RpcRequest(None, method, params), ctx)
+
+    def _unary(self, method: str) -> Callable[..., Any]:
+        kind = RESPONSES[method]
+
+        async def call(request: Message, context: grpc.aio.ServicerContext) -> Message:
+            try:
+                ctx, result = await self._dispatch(request, context, method)
+                if isinstance(result, Awaiting):
+                    waiting = result
+                    try:
+                        settled = await await_settled(ctx.store, waiting.task, run_sync)
+                        result = waiting.result(settled)
+                    finally:
+                        waiting.close()
+                return kind() if kind is empty_pb2.Empty else as_message(result, kind)
+            except Exception as exc:  # answered with a status; never a traceback to the caller
+                await abort(context, exc, method)
+                raise  # abort() raises; for the type checker
+
+        call.__name__ = method
+        return call
+
+    def _streaming(self, method: str) -> Callable[..., Any]:
+        async def call(
+            request: Message, context: grpc.aio.ServicerContext
+        ) -> AsyncIterator[Message]:
+            stream: EventStream | None = None
+            try:
+                _ctx, stream = await self._dispatch(request, context, method)
+                assert isinstance(stream, EventStream)
+                events = stream.aevents(run_sync)
+                try:
+                    async for item in events:
+                        if item is not None:  # None: SSE's keep-alive; gRPC keeps its own
+                            yield as_message(item.result, a2a_pb2.StreamResponse)
+                finally:
+                    with contextlib.suppress(Exception):
+                        await events.aclose()
+            except Exception as exc:
+                await abort(context, exc, method)
+            finally:
+                if stream is not None:
+                    stream.close()
+
+        call.__name__ = method
+        return call
+
+
+async def abort(context: grpc.aio.ServicerContext, exc: Exception, method: str) -> None:
+    """End the call with the status ``exc`` means (raises, as ``context.abort`` does)."""
+    if isinstance(exc, Refused):
+        await context.abort(exc.code, exc.message)
+    if not isinstance(exc, RpcError):
+        logger.exception("gRPC %s failed", method, exc_info=exc)
+        exc = RpcError(INTERNAL_ERROR, "Internal error")
+    code, details = status_of(exc)
+    context.set_trailing_metadata(((STATUS_DETAILS_KEY, details),))
+    await context.abort(code, exc.message)
+
+
+def add_service(server: grpc.aio.Server, endpoint_url: str = "", authority: str = "") -> A2AService:
+    """Serve the A2A service on ``server``."""
+    service = A2AService(endpoint_url, authority)
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(service, server)
+    return service

@@ -98,6 +98,11 @@ TRIAGE: dict[str, tuple[str, str]] = {
         "posts str(dict), not JSON, and wants -32005: -32700 is JSON-RPC's answer to a body"
         " that is not JSON; -32005 is about a part's media type (§3.3.2)",
     ),
+    "TestGrpcStatusCodes::test_version_not_supported_returns_unimplemented": (
+        "tck",
+        "wants UNIMPLEMENTED, v1.0.0's table; v1.0.1 §5.4 maps VersionNotSupportedError to the"
+        " FAILED_PRECONDITION we answer",
+    ),
 }
 
 

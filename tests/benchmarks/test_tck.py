@@ -90,13 +90,13 @@ def test_the_tck_leaves_no_untriaged_failure_on_the_demo(tmp_path: Path) -> None
     out = tmp_path / "tck.json"
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     done = subprocess.run(
-        [sys.executable, "benchmarks/tck.py", "--json", str(out)],
+        [sys.executable, "benchmarks/tck.py", "--grpc", "--json", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     cases = [TCK["Case"](**c) for c in json.loads(out.read_text())["cases"]]
     untriaged = [c.test_id for c in cases if c.outcome == "failed" and c.triage()[0] == "NEW"]
     assert not untriaged, done.stdout
-    for transport in ("jsonrpc", "http_json"):
+    for transport in ("jsonrpc", "http_json", "grpc"):
         passed = [c for c in cases if c.transport == transport and c.outcome == "passed"]
         assert len(passed) >= 20, f"{transport}: only {len(passed)} TCK tests passed"

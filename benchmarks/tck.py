@@ -6,7 +6,7 @@ directory), runs the TCK's pytest suite against it for JSON-RPC and HTTP+JSON
 (with ``--grpc``, the gRPC binding too: TOOLNEXUS["GRPC"] on a free port), and
 prints what it found: passed / failed / skipped per TCK category and
 transport, then every failure with its test id and the triage below (the
-reason it is the TCK's own assumption, or the issue-21 finding it is).
+reason it is the TCK's own assumption; a failure it does not know is NEW).
 
 The TCK is not a dependency: check it out anywhere and give it a venv of its own::
 
@@ -48,8 +48,8 @@ SCENARIO = "scenario SUT: the TCK's own agent answers by the messageId prefix tc
 
 #: The TCK's failures on the demo and why, by test name (class::function, and
 #: the parameter's start where it matters): "tck" -- the TCK's own assumption
-#: (docs/protocol.md quotes the spec section); "finding N" -- issue 21's
-#: genuine finding N, fixed on its branch; "box" -- this machine (no DNS).
+#: (docs/protocol.md quotes the spec section); "box" -- this machine (no
+#: DNS). Issue 21's genuine findings (1-5) are fixed: none is left here.
 #: The first key a test name starts with decides.
 TRIAGE: dict[str, tuple[str, str]] = {
     "TestAgentCardStructure::test_agent_card_validates_against_schema": (
@@ -69,17 +69,14 @@ TRIAGE: dict[str, tuple[str, str]] = {
         "tck",
         SCENARIO.format("message-response") + "; §3.1.1: a Task or a Message may answer",
     ),
-    "TestPushNotificationCrud::test_create_push_config[jsonrpc]": (
-        "finding 4",
-        "its JSON-RPC client sends the proto field name task_id",
-    ),
-    "TestPushNotificationCrud::test_create_push_config": (  # HTTP+JSON and gRPC
+    "TestPushNotificationCrud::test_create_push_config": (
         "box",
         "its webhook is https://example.com/...: no DNS here, and the SSRF check resolves it",
     ),
     "test_must_requirement[CORE-SEND-003": (
-        "finding 1",
-        "ContentTypeNotSupportedError (-32005 / 400) for an unsupported part media type",
+        "tck",
+        "its generic runner expects success; the requirement expects the"
+        " ContentTypeNotSupportedError we answer (it sets no expected_error)",
     ),
     "test_must_requirement[CARD-EXT-001": (
         "tck",
@@ -100,6 +97,11 @@ TRIAGE: dict[str, tuple[str, str]] = {
         "tck",
         "posts str(dict), not JSON, and wants -32005: -32700 is JSON-RPC's answer to a body"
         " that is not JSON; -32005 is about a part's media type (§3.3.2)",
+    ),
+    "TestGrpcStatusCodes::test_version_not_supported_returns_unimplemented": (
+        "tck",
+        "wants UNIMPLEMENTED, v1.0.0's table; v1.0.1 §5.4 maps VersionNotSupportedError to the"
+        " FAILED_PRECONDITION we answer",
     ),
 }
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.a2a.test_rest_binding import reason, rest
-from tests.conftest import RpcClient
+from tests.conftest import RpcClient, http
 from tests.fakes import FakeLLM, Text
 from tests.utils import REQUESTER_APPROVES, suspend
 from toolnexus_django.a2a.jsonrpc import RpcError
@@ -167,3 +167,24 @@ def test_accepted_output_modes_are_a_hint_not_a_refusal(
     )
     assert bad["error"]["code"] == -32602
     assert "acceptedOutputModes must be a list" in bad["error"]["message"]
+
+
+def test_the_card_declares_exactly_what_a_send_accepts(
+    agent_url: str, configure: Any, fake_llm: FakeLLM
+) -> None:
+    configure(fake_llm)
+    card = http(agent_url + ".well-known/agent-card.json").json
+    rpc = RpcClient(agent_url, V1)
+    for mode in card["defaultInputModes"]:
+        sent = rpc.call(
+            "SendMessage",
+            {
+                "message": v1_message({"text": "hi", "mediaType": mode}),
+                "configuration": {"returnImmediately": True},
+            },
+        )
+        assert "task" in sent["result"], (mode, sent)
+    refused = rpc.call("SendMessage", {"message": v1_message({"text": "a"}, IMAGE)})
+    assert refused["error"]["data"][0]["metadata"]["supported"] == ",".join(
+        card["defaultInputModes"]
+    )

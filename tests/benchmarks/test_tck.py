@@ -69,7 +69,7 @@ def test_a_report_is_read_into_cases_by_category_and_transport(tmp_path: Path) -
     ]  # fmt: skip
     assert cases[1].message == "AssertionError: DM-ART-001 failed"  # the first line only
     verdicts = [c.triage()[0] for c in cases if c.outcome == "failed"]
-    assert verdicts == ["tck", "finding 1", "NEW"]
+    assert verdicts == ["tck", "tck", "NEW"]
     table = TCK["summary"](cases)
     assert "| core_operations | http_json | 0 | 1 | 0 | 0 |" in table
     assert table[-1] == "| all |  | 1 | 3 | 1 | 1 |"
@@ -90,13 +90,13 @@ def test_the_tck_leaves_no_untriaged_failure_on_the_demo(tmp_path: Path) -> None
     out = tmp_path / "tck.json"
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     done = subprocess.run(
-        [sys.executable, "benchmarks/tck.py", "--json", str(out)],
+        [sys.executable, "benchmarks/tck.py", "--grpc", "--json", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     cases = [TCK["Case"](**c) for c in json.loads(out.read_text())["cases"]]
     untriaged = [c.test_id for c in cases if c.outcome == "failed" and c.triage()[0] == "NEW"]
     assert not untriaged, done.stdout
-    for transport in ("jsonrpc", "http_json"):
+    for transport in ("jsonrpc", "http_json", "grpc"):
         passed = [c for c in cases if c.transport == transport and c.outcome == "passed"]
         assert len(passed) >= 20, f"{transport}: only {len(passed)} TCK tests passed"

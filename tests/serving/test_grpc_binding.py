@@ -15,15 +15,21 @@ from a2a.client.card_resolver import parse_agent_card
 from a2a.client.transports.grpc import GrpcTransport
 from a2a.types import a2a_pb2
 from a2a.utils.errors import A2A_REASON_TO_ERROR
+from a2a.utils.signing import InvalidSignaturesError, create_signature_verifier
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
+from jwt import PyJWK
 from rest_framework.authentication import BasicAuthentication
 
 from tests import taskdicts
 from tests.layers import PACKAGE, parse
 from toolnexus_django.a2a.card import build_card
+from toolnexus_django.a2a.cardsigning import signed
 from toolnexus_django.a2a.dialects import Dialect, artifact_event, render_task, status_update
 from toolnexus_django.a2a.jsonrpc import RpcError
+from toolnexus_django.keys import jwks
 from toolnexus_django.serving import grpcmessages
 from toolnexus_django.serving.grpcbinding import http_scope, status_of
 from toolnexus_django.serving.grpcmessages import as_message
@@ -147,6 +153,26 @@ def test_the_card_declares_grpc_only_when_it_is_on(settings: Any) -> None:
     assert isinstance(transport, GrpcTransport)
     transport.channel.close()
     assert dialed == ["agent.example.com:443"]
+
+
+def test_a_signed_card_sent_over_grpc_verifies_with_the_official_sdk(settings: Any) -> None:
+    """GetExtendedAgentCard answers an AgentCard message: the signature the
+    SDK checks (over its own canonical form of that message) still holds."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "CARD_SIGNING_KEY": pem}
+    card = as_message(
+        signed(build_card(ENDPOINT, [BasicAuthentication]), ENDPOINT), a2a_pb2.AgentCard
+    )
+    assert len(card.signatures) == 2  # type: ignore[attr-defined]
+    [jwk] = jwks()["keys"]
+    verify = create_signature_verifier(lambda kid, jku: PyJWK(jwk), ["ES256"])
+    verify(card)  # raises when no signature holds
+    card.name = "another agent"  # type: ignore[attr-defined]
+    with pytest.raises(InvalidSignaturesError):
+        verify(card)
 
 
 class Call:

@@ -76,7 +76,8 @@ def test_send_get_list_and_cancel_are_the_json_rpc_operations(
     configure(fake_llm)
     fake_llm.on("summarise this", Text("a summary"))
     sent = rest(agent_url, "POST", "message:send", {"message": message("summarise this")})
-    assert sent.status == 200 and sent.headers["content-type"].startswith("application/json")
+    # A2A's own media type on HTTP+JSON answers (v1.0.1 §11.1, as the official SDK's server).
+    assert sent.status == 200 and sent.headers["content-type"] == "application/a2a+json"
     task = sent.json["task"]  # a SendMessageResponse, as on JSON-RPC
     done = wait_state(agent_url, task["id"], "TASK_STATE_COMPLETED")
     assert done["artifacts"][0]["parts"] == [{"text": "a summary"}]
@@ -133,6 +134,7 @@ def test_errors_are_http_status_codes_with_a_status_body(
     configure(fake_llm)
     missing = rest(agent_url, "GET", "tasks/no-such-task")
     assert missing.status == 404 and reason(missing) == "TASK_NOT_FOUND"
+    assert missing.headers["content-type"] == "application/a2a+json"
     assert missing.json["error"]["status"] == "NOT_FOUND"
     assert rest(agent_url, "POST", "tasks/no-such-task:cancel").status == 404
 

@@ -93,7 +93,7 @@ def test_everything_outside_the_mount_and_its_card_jwks_and_mcp_go_to_django(app
 def test_every_other_path_under_the_mount_is_the_bindings_json_404(app: Any) -> None:
     agent, django = app
     status, headers, body = call(agent, scope("/agent/elsewhere", "GET"), b"")
-    assert status == 404 and headers["content-type"] == "application/json"
+    assert status == 404 and headers["content-type"] == "application/a2a+json"
     assert json.loads(body)["error"]["status"] == "NOT_FOUND"
     assert django.paths == []
 

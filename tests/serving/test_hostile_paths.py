@@ -57,7 +57,7 @@ def test_every_hostile_path_under_the_mount_gets_the_bindings_json_error(
             error = None
         ok = (
             got == status
-            and headers.get("content-type", "").startswith("application/json")
+            and headers.get("content-type") == "application/a2a+json"
             and error is not None
             and error["code"] == status
             and error["status"] == word

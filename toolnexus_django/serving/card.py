@@ -28,7 +28,7 @@ from ..a2a.card import build_card, card_headers, not_modified
 from ..a2a.cardsigning import signed
 from ..runtime.dbthreads import run_sync
 from ..strictjson import dumps
-from .pipeline import JSON_HEADERS, headers_of, respond, respond_json, rpc_authentication_classes
+from .pipeline import headers_of, respond, respond_json, rpc_authentication_classes
 
 logger = logging.getLogger("toolnexus_django.endpoint")
 
@@ -47,7 +47,12 @@ def card_for(scope: HTTPScope, rpc_path: str) -> bytes:
 
 
 async def respond_card(
-    scope: HTTPScope, send: ASGISendCallable, body: bytes, *, private: bool = False
+    scope: HTTPScope,
+    send: ASGISendCallable,
+    body: bytes,
+    *,
+    private: bool = False,
+    media_type: str = "application/json",
 ) -> None:
     """A card with its ETag and Cache-Control; 304 when If-None-Match has it."""
     headers = card_headers(body, private=private)
@@ -57,7 +62,7 @@ async def respond_card(
         return
     if scope["method"] == "HEAD":
         body = b""
-    await respond(send, 200, body, [*JSON_HEADERS, *extra])
+    await respond(send, 200, body, [(b"content-type", media_type.encode()), *extra])
 
 
 async def serve_card(
@@ -87,14 +92,20 @@ def mount_url(request: Any, namespace: str | None = None) -> str:
     return request.build_absolute_uri(reverse(name))
 
 
-def card_response(request: Any, card: dict[str, Any], *, private: bool = False) -> HttpResponse:
+def card_response(
+    request: Any,
+    card: dict[str, Any],
+    *,
+    private: bool = False,
+    media_type: str = "application/json",
+) -> HttpResponse:
     """A card with its ETag and Cache-Control; 304 when If-None-Match has it."""
     body = dumps(card)
     headers = card_headers(body, private=private)
     if not_modified(request.headers.get("If-None-Match"), headers["ETag"]):
         response = HttpResponse(status=304)
     else:
-        response = HttpResponse(body, content_type="application/json")
+        response = HttpResponse(body, content_type=media_type)
     for key, value in headers.items():
         response[key] = value
     return response

@@ -44,7 +44,8 @@ from ..strictjson import dumps
 from .card import endpoint_url, respond_card
 from .handler import EndpointActions, handler
 from .pipeline import (
-    JSON_HEADERS,
+    A2A_JSON,
+    A2A_JSON_HEADERS,
     BodyTooLarge,
     ClientGone,
     authenticate,
@@ -235,9 +236,9 @@ async def serve_rest(
         if isinstance(result, Awaiting):
             result = await _settle(store, result)
         if rpc.method == "GetExtendedAgentCard":
-            await respond_card(scope, send, dumps(result), private=True)
+            await respond_card(scope, send, dumps(result), private=True, media_type=A2A_JSON)
             return
-        await respond_json(send, result)
+        await respond_json(send, result, headers=A2A_JSON_HEADERS)
     except RpcError as err:
         err.details = True
         await respond_rest_error(send, err)
@@ -248,7 +249,7 @@ async def serve_rest(
 
 async def respond_rest_error(send: ASGISendCallable, err: RpcError) -> None:
     status, payload = rest_error(err)
-    headers = JSON_HEADERS
+    headers = A2A_JSON_HEADERS
     if isinstance(err, MethodNotAllowed):
         headers = [*headers, (b"allow", ", ".join(err.allow).encode())]
     await respond(send, status, dumps(payload), headers)

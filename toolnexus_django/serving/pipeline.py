@@ -35,6 +35,10 @@ from ..strictjson import dumps
 # -- the body and the response (ASGI) ------------------------------------------------------
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
+#: HTTP+JSON answers carry A2A's own media type (v1.0.1 §11.1: SHOULD, as the
+#: official SDK's REST server does); JSON-RPC keeps application/json (§9.1).
+A2A_JSON = "application/a2a+json"
+A2A_JSON_HEADERS = [(b"content-type", A2A_JSON.encode())]
 
 
 class BodyTooLarge(Exception):
@@ -80,9 +84,14 @@ async def respond(
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-async def respond_json(send: ASGISendCallable, payload: Any, status: int = 200) -> None:
+async def respond_json(
+    send: ASGISendCallable,
+    payload: Any,
+    status: int = 200,
+    headers: list[tuple[bytes, bytes]] = JSON_HEADERS,
+) -> None:
     # Strict JSON whatever the payload holds (see strictjson).
-    await respond(send, status, dumps(payload), JSON_HEADERS)
+    await respond(send, status, dumps(payload), headers)
 
 
 async def respond_timeout(send: ASGISendCallable) -> None:

@@ -41,15 +41,17 @@ from ..stores import TaskStore, get_task_store
 from ..strictjson import dumps
 from .card import card_response, mount_url
 from .handler import EndpointActions, handler
-from .pipeline import EndpointAccess, caller_owner, rpc_authentication_classes
+from .pipeline import A2A_JSON, EndpointAccess, caller_owner, rpc_authentication_classes
 from .sse import sse_response
 
 logger = logging.getLogger("toolnexus_django.views")
 
 
-def json_response(payload: Any, status: int = 200) -> HttpResponse:
+def json_response(
+    payload: Any, status: int = 200, content_type: str = "application/json"
+) -> HttpResponse:
     # Strict JSON whatever the payload holds (see strictjson).
-    return HttpResponse(dumps(payload), status=status, content_type="application/json")
+    return HttpResponse(dumps(payload), status=status, content_type=content_type)
 
 
 def _version(request: Request) -> str | None:
@@ -171,8 +173,8 @@ class RestView(JsonRpcView):
             if isinstance(result, Awaiting):
                 result = _settle(store, result)
             if rpc.method == "GetExtendedAgentCard":
-                return card_response(request, result, private=True)
-            return json_response(result)
+                return card_response(request, result, private=True, media_type=A2A_JSON)
+            return json_response(result, content_type=A2A_JSON)
         except RpcError as err:
             err.details = True
             return rest_response(err)
@@ -183,7 +185,7 @@ class RestView(JsonRpcView):
 
 def rest_response(err: RpcError) -> HttpResponse:
     status, payload = rest_error(err)
-    response = json_response(payload, status=status)
+    response = json_response(payload, status=status, content_type=A2A_JSON)
     if isinstance(err, MethodNotAllowed):
         response["Allow"] = ", ".join(err.allow)
     return response

@@ -409,7 +409,7 @@ def test_unsupported_features_answer_their_codes(
     configure(None, store="tests.stores.test_stores.DictStore")
     error(v1.call("CreateTaskPushNotificationConfig", {"taskId": "x", "url": "http://x"}), -32003)
     error(rpc.call("tasks/pushNotificationConfig/set", {"taskId": "x"}), -32003)
-    error(v1.call("GetExtendedAgentCard", {}), -32007)
+    error(v1.call("GetExtendedAgentCard", {}), -32004)  # the card declares none
     pushed = v1.call(
         "SendMessage",
         {

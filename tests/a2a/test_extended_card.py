@@ -65,10 +65,20 @@ def test_authenticated_callers_get_the_extended_card(
     v03 = RpcClient(agent_url, basic("alice")).call("agent/getAuthenticatedExtendedCard")
     assert v03["result"]["name"] == public["name"]
 
-    # Anonymous callers (the endpoint allows them here) get none.
-    anonymous = RpcClient(agent_url, V1).call("GetExtendedAgentCard")
-    assert anonymous["error"]["code"] == -32007
-    assert http(agent_url + "extendedAgentCard").status == 400
+    # Anonymous callers (the endpoint allows them here) must authenticate (v1.0 §13.3):
+    # DRF's 401 with the endpoint's challenge, on both bindings.
+    for anonymous in (
+        http(
+            agent_url,
+            data=b'{"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard"}',
+            headers={**V1, "Content-Type": "application/json"},
+        ),
+        http(agent_url + "extendedAgentCard", headers=V1),
+    ):
+        assert anonymous.status == 401, anonymous.body
+        assert anonymous.headers["www-authenticate"].startswith("Basic")
+    # The endpoint keeps serving anonymous callers what they may have.
+    assert RpcClient(agent_url, V1).call("ListTasks", {})["result"]["tasks"] == []
 
 
 def test_a_hook_adds_skills_by_django_permission(
@@ -91,8 +101,9 @@ def test_no_extended_card_when_switched_off_or_nobody_can_authenticate(
 ) -> None:
     configure(None, EXTENDED_AGENT_CARD=None, **BASIC)
     assert "extendedAgentCard" not in http(card_url(agent_url)).json["capabilities"]
+    # A card that declares no extended card: the operation is unsupported (v1.0 §3.3.4).
     reply = RpcClient(agent_url, {**V1, **basic("alice")}).call("GetExtendedAgentCard")
-    assert reply["error"]["code"] == -32007
+    assert reply["error"]["code"] == -32004
     configure(None)  # the demo's open endpoint: no authentication classes
     assert "extendedAgentCard" not in http(card_url(agent_url)).json["capabilities"]
 

@@ -154,6 +154,31 @@ def test_a_task_answered_in_the_admin_completes_over_grpc(
 
         done = asyncio.run(finished(server.base, waiting.id))
         assert done.artifacts[0].parts[0].text == "Your claim is filed."
+        # This agent authenticates nobody, so its card declares no extended card:
+        # the operation is unsupported (v1.0 §3.3.4, §5.4: FAILED_PRECONDITION).
+        assert asyncio.run(extended_card_refusal(grpc_address(server))) == (
+            grpc.StatusCode.FAILED_PRECONDITION
+        )
+
+
+async def extended_card_refusal(address: str) -> grpc.StatusCode:
+    async with grpc.aio.insecure_channel(address) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await a2a_pb2_grpc.A2AServiceStub(channel).GetExtendedAgentCard(
+                GetExtendedAgentCardRequest()
+            )
+    return caught.value.code()
+
+
+def test_an_anonymous_caller_must_authenticate_for_the_extended_card(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    # Basic authentication offered, anonymous callers allowed (the demo's own setup):
+    # the card declares an extended card, which is for authenticated callers (v1.0 §13.3).
+    with grpc_server(tmp_path, fake_llm, DEMO_AGENT="expenses") as server:
+        server.wait_ready()
+        address = grpc_address(server)
+        assert asyncio.run(extended_card_refusal(address)) == grpc.StatusCode.UNAUTHENTICATED
 
 
 async def refused(

@@ -40,6 +40,7 @@ from ..lifecycle.public import MEDIA_TYPES
 from ..runtime.registry import PerProcess
 from ..stores import get_task_store
 from .cardsigning import signed
+from .jsonrpc import AuthenticationRequired
 from .pushconfig import keeps_configs
 
 PROTOCOL_VERSION = "0.3.0"
@@ -295,11 +296,13 @@ def extended_card_builder(
     request: Any, endpoint_url: str, auth_classes: Sequence[Any]
 ) -> Callable[[], dict[str, Any]] | None:
     """What builds the extended card for ``request``'s caller, or None when
-    they get none (not authenticated, none configured)."""
-    hook = toolnexus_settings.EXTENDED_AGENT_CARD
-    user = getattr(request, "user", None)
-    if hook is None or user is None or not user.is_authenticated:
+    the agent offers none (:func:`offers_extended_card`). For a caller who is
+    not authenticated it raises :class:`AuthenticationRequired` (v1.0 §13.3)."""
+    if not offers_extended_card(auth_classes):
         return None
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return _authentication_required
     make = toolnexus_settings.imported("EXTENDED_AGENT_CARD")
 
     def build() -> dict[str, Any]:
@@ -309,6 +312,10 @@ def extended_card_builder(
         return signed(card, endpoint_url)
 
     return build
+
+
+def _authentication_required() -> dict[str, Any]:
+    raise AuthenticationRequired("The extended Agent Card is for authenticated callers")
 
 
 # -- caching ------------------------------------------------------------------------

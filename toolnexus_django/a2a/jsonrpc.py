@@ -47,6 +47,13 @@ REASONS: dict[int, str] = {
 RequestId = str | int | float | None
 
 
+class AuthenticationRequired(Exception):
+    """The operation needs an authenticated caller (v1.0 §13.3: the extended
+    Agent Card): each binding answers it as its authentication error — HTTP
+    401 with the endpoint's challenge, gRPC ``UNAUTHENTICATED`` — never as a
+    JSON-RPC error object."""
+
+
 class RpcError(Exception):
     """An error the endpoint answers with a JSON-RPC error object.
 

@@ -22,7 +22,6 @@ from ..stores.base import Task, state_of
 from . import follow, listing, pushops
 from .dialects import Dialect, render_task, resolve
 from .jsonrpc import (
-    EXTENDED_CARD_NOT_CONFIGURED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     TASK_NOT_CANCELABLE,
@@ -372,10 +371,12 @@ def subscribe(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any
 
 def extended_card(params: dict[str, Any], ctx: CallContext, dialect: Dialect) -> Any:
     if ctx.extended_card is None:
+        # v1.0 §3.3.4: a card that does not declare capabilities.extendedAgentCard
+        # (EXTENDED_AGENT_CARD is None, or nobody can authenticate) -> unsupported.
         raise RpcError(
-            EXTENDED_CARD_NOT_CONFIGURED,
-            "No extended Agent Card for this caller: it is for authenticated callers "
-            "of an agent whose EXTENDED_AGENT_CARD is set",
+            UNSUPPORTED_OPERATION,
+            "This agent offers no extended Agent Card (its card does not declare "
+            "capabilities.extendedAgentCard)",
         )
     return ctx.extended_card()
 

@@ -27,6 +27,7 @@ from ..a2a.dialects import version_asked
 from ..a2a.follow import await_settled
 from ..a2a.jsonrpc import (
     INTERNAL_ERROR,
+    AuthenticationRequired,
     RpcEnvelope,
     RpcError,
     body_too_large,
@@ -52,6 +53,7 @@ from .pipeline import (
     caller_owner,
     headers_of,
     needs_drf,
+    not_authenticated,
     read_body,
     respond,
     respond_json,
@@ -200,6 +202,8 @@ async def serve_rpc(
         await respond_json(send, success(rid, result))
     except RpcError as err:
         await respond_json(send, failure(err.id if err.id is not None else rid, err))
+    except AuthenticationRequired:
+        await respond(send, *await run_sync(not_authenticated, request))
     except Exception:
         logger.exception("JSON-RPC request failed")
         await respond_json(send, failure(rid, RpcError(INTERNAL_ERROR, "Internal error")))
@@ -242,6 +246,8 @@ async def serve_rest(
     except RpcError as err:
         err.details = True
         await respond_rest_error(send, err)
+    except AuthenticationRequired:
+        await respond(send, *await run_sync(not_authenticated, request))
     except Exception:
         logger.exception("HTTP+JSON request failed")
         await respond_rest_error(send, RpcError(INTERNAL_ERROR, "Internal error", details=True))

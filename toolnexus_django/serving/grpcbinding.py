@@ -57,6 +57,7 @@ from ..a2a.jsonrpc import (
     PARSE_ERROR,
     REASONS,
     TASK_NOT_FOUND,
+    AuthenticationRequired,
     RpcError,
     RpcRequest,
 )
@@ -298,6 +299,8 @@ async def abort(context: grpc.aio.ServicerContext, exc: Exception, method: str) 
     """End the call with the status ``exc`` means (raises, as ``context.abort`` does)."""
     if isinstance(exc, Refused):
         await context.abort(exc.code, exc.message)
+    if isinstance(exc, AuthenticationRequired):
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
     if not isinstance(exc, RpcError):
         logger.exception("gRPC %s failed", method, exc_info=exc)
         exc = RpcError(INTERNAL_ERROR, "Internal error")

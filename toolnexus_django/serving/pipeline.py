@@ -24,6 +24,7 @@ from django.conf import settings
 from django.contrib.auth import get_user
 from django.core.handlers.asgi import ASGIRequest
 from django.utils.functional import SimpleLazyObject
+from rest_framework.exceptions import NotAuthenticated
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
@@ -172,13 +173,25 @@ def authenticate(
     try:
         view.initial(request)
     except Exception as exc:
-        response = view.finalize_response(request, view.handle_exception(exc))
-        response.render()
-        headers = [
-            (k.lower().encode("latin-1"), str(v).encode("latin-1")) for k, v in response.items()
-        ]
-        return None, (response.status_code, response.content, headers)
+        return None, _refusal(view, request, exc)
     return request, None
+
+
+def not_authenticated(request: Any) -> tuple[int, bytes, Any]:
+    """DRF's answer to a caller who must authenticate (401 with the first
+    authentication class's challenge, as a permission class's refusal)."""
+    view = EndpointAccess()
+    view.args, view.kwargs = (), {}
+    view.headers = view.default_response_headers
+    view.request = request
+    return _refusal(view, request, NotAuthenticated())
+
+
+def _refusal(view: APIView, request: Any, exc: Exception) -> tuple[int, bytes, Any]:
+    response = view.finalize_response(request, view.handle_exception(exc))
+    response.render()
+    headers = [(k.lower().encode("latin-1"), str(v).encode("latin-1")) for k, v in response.items()]
+    return response.status_code, response.content, headers
 
 
 def caller_owner(request: Any) -> str | None:

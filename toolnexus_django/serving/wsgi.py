@@ -18,6 +18,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse
 from django.http.response import HttpResponseBase
+from rest_framework.exceptions import NotAuthenticated
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -27,6 +28,7 @@ from ..a2a.dialects import version_asked
 from ..a2a.follow import held, wait_settled
 from ..a2a.jsonrpc import (
     INTERNAL_ERROR,
+    AuthenticationRequired,
     RpcEnvelope,
     RpcError,
     body_too_large,
@@ -124,6 +126,8 @@ class JsonRpcView(EndpointAccess):
             return json_response(success(rid, result))
         except RpcError as err:
             return json_response(failure(err.id if err.id is not None else rid, err))
+        except AuthenticationRequired:
+            raise NotAuthenticated() from None  # DRF answers it: 401 with the challenge
         except Exception:
             logger.exception("JSON-RPC request failed")
             return json_response(failure(rid, RpcError(INTERNAL_ERROR, "Internal error")))
@@ -178,6 +182,8 @@ class RestView(JsonRpcView):
         except RpcError as err:
             err.details = True
             return rest_response(err)
+        except AuthenticationRequired:
+            raise NotAuthenticated() from None  # DRF answers it: 401 with the challenge
         except Exception:
             logger.exception("HTTP+JSON request failed")
             return rest_response(RpcError(INTERNAL_ERROR, "Internal error"))

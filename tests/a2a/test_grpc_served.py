@@ -45,7 +45,7 @@ from a2a.utils.errors import TaskNotFoundError
 from django.contrib.auth.models import Permission
 
 from tests.admin_http import AdminSession
-from tests.conftest import basic
+from tests.conftest import basic, wait_until
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
 from tests.servers import Served, fake_env, free_port, serve
 from tests.utils import pending_id
@@ -140,8 +140,13 @@ def test_a_task_answered_in_the_admin_completes_over_grpc(
         async with grpc_client(base) as client:
             return await wait_for(client, task_id, TaskState.TASK_STATE_COMPLETED)
 
-    with grpc_server(tmp_path, fake_llm) as server:
+    with grpc_server(tmp_path, fake_llm, "--workers", "2") as server:
         server.wait_ready()
+        # Both workers serve the one address (SO_REUSEPORT); the Task may run in either.
+        wait_until(
+            lambda: server.output().count("gRPC: serving A2A on") == 2,
+            what="both workers serving gRPC",
+        )
         waiting = asyncio.run(asked(server.base))
         assert "Approve an expense claim" in waiting.status.message.parts[0].text
 

@@ -39,7 +39,7 @@ from ..conf import toolnexus_settings
 from ..lifecycle.public import MEDIA_TYPES
 from ..runtime.registry import PerProcess
 from ..stores import get_task_store
-from .cardsigning import signed
+from .cardsigning import V1_SCHEME_KEYS, signed
 from .jsonrpc import AuthenticationRequired
 from .pushconfig import keeps_configs
 
@@ -50,15 +50,6 @@ PROTOCOL_VERSION = "0.3.0"
 INTERFACES = (("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3"))
 #: How long a client or cache may keep a card before asking again (seconds).
 CARD_MAX_AGE = 300
-
-#: A v0.3 security scheme's ``type`` -> the key of its v1.0 ``SecurityScheme`` oneof.
-V1_SCHEME_KEYS = {
-    "apiKey": "apiKeySecurityScheme",
-    "http": "httpAuthSecurityScheme",
-    "oauth2": "oauth2SecurityScheme",
-    "openIdConnect": "openIdConnectSecurityScheme",
-    "mutualTLS": "mtlsSecurityScheme",
-}
 
 logger = logging.getLogger("toolnexus_django.card")
 

@@ -101,10 +101,10 @@ FIELDS: dict[str, dict[str, str | None]] = {
 }
 #: Bools without proto3 ``optional``: false is their default, so never written.
 PLAIN_BOOLS = {("AgentExtension", "required"), ("OAuthFlow", "pkceRequired")}
-#: A v0.3 security scheme's ``type`` -> its v1.0 wrapper, as the reader maps it
-#: (a2a-sdk 1.3.0's table). card.V1_SCHEME_KEYS is the same today, but it is
-#: what the card writes: were it to change, the reader's table would not.
-READER_WRAPPERS = {
+#: A v0.3 security scheme's ``type`` -> its v1.0 wrapper: the proto's oneof
+#: field names (AgentCard.security_schemes), which the card writes beside the
+#: v0.3 fields and a2a-sdk 1.3.0's reader maps to.
+V1_SCHEME_KEYS = {
     "apiKey": "apiKeySecurityScheme",
     "http": "httpAuthSecurityScheme",
     "oauth2": "oauth2SecurityScheme",
@@ -143,9 +143,7 @@ def v1_form(card: dict[str, Any]) -> dict[str, Any]:
             ]
     schemes = card.get("securitySchemes")
     for name, scheme in (schemes if isinstance(schemes, dict) else {}).items():
-        wrapper = (
-            READER_WRAPPERS.get(scheme.pop("type", None)) if isinstance(scheme, dict) else None
-        )
+        wrapper = V1_SCHEME_KEYS.get(scheme.pop("type", None)) if isinstance(scheme, dict) else None
         if wrapper is not None:
             if wrapper == "apiKeySecurityScheme" and "in" in scheme:
                 scheme["location"] = scheme.pop("in")

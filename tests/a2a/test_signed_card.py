@@ -11,6 +11,8 @@ import asyncio
 import base64
 import copy
 import json
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -285,3 +287,18 @@ def test_the_v1_form_is_what_the_official_sdk_canonicalises(
     for card in cards:
         sdk = _canonicalize_agent_card(parse_agent_card(copy.deepcopy(card)))
         assert rfc8785.dumps(v1_form(card)).decode() == sdk
+
+
+@pytest.mark.slow
+def test_the_readmes_card_key_recipe_signs_cards(settings: Any, tmp_path: Path) -> None:
+    # The README's openssl line, run as printed, then its settings line (a Path to the file).
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (command,) = [line for line in readme.splitlines() if line.startswith("openssl ecparam")]
+    subprocess.run(command, shell=True, cwd=tmp_path, check=True, timeout=30)
+    assert '"CARD_SIGNING_KEY": BASE_DIR / "card-key.pem"' in readme
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "CARD_SIGNING_KEY": tmp_path / "card-key.pem"}
+    assert "toolnexus_django.E132" not in [m.id for m in our_messages()]
+    card = signed(build_card(URL), URL)
+    keys = list(jwks()["keys"])
+    verify_served(card, keys)
+    sdk_verify(card, keys)

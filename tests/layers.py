@@ -1,7 +1,8 @@
 """The package's layers, bottom to top: the one copy of the map.
 
 ``tests/test_layout.py`` checks every import in the package against it, and
-ARCHITECTURE.md's map is rendered from it. After editing ``ROWS``, run::
+the docs site's architecture page (docs/explanation/architecture.md)
+shows the map rendered from it. After editing ``ROWS``, run::
 
     python -m tests.layers --write
 
@@ -21,7 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "toolnexus_django"
-ARCHITECTURE = ROOT / "ARCHITECTURE.md"
+#: The docs site's architecture page: the one rendered copy of the map.
+ARCHITECTURE = ROOT / "docs" / "explanation" / "architecture.md"
 BEGIN = "<!-- layers:begin: rendered from tests/layers.py by `python -m tests.layers --write` -->"
 END = "<!-- layers:end -->"
 WRITE_COMMAND = "python -m tests.layers --write"
@@ -38,7 +40,11 @@ class Layer:
 #: Bottom to top; one tuple per row, its layers side by side.
 ROWS: tuple[tuple[Layer, ...], ...] = (
     (
-        Layer("conf", ("conf",), "settings: defaults, sections, every read, dotted paths"),
+        Layer(
+            "conf",
+            ("conf", "conf_docs"),
+            "settings: defaults, sections, every read, dotted paths, what each means",
+        ),
         Layer(
             "values",
             ("strictjson", "bounds", "schemas"),
@@ -269,7 +275,7 @@ def violations(package: Path, rows: Sequence[Sequence[Layer]]) -> list[str]:
     return found
 
 
-# -- the map in ARCHITECTURE.md -------------------------------------------------
+# -- the map on the architecture page ------------------------------------------
 
 
 def shown(name: str, package: Path) -> str:
@@ -297,7 +303,7 @@ def with_map(document: str, block: str) -> str:
     head, found, rest = document.partition(BEGIN)
     _, end, tail = rest.partition(END)
     if not (found and end):
-        raise ValueError(f"ARCHITECTURE.md lacks the markers {BEGIN} ... {END}")
+        raise ValueError(f"{ARCHITECTURE.name} lacks the markers {BEGIN} ... {END}")
     return f"{head}{BEGIN}\n{block}\n{END}{tail}"
 
 

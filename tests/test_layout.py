@@ -1,6 +1,6 @@
 """The package's layout: each layer imports only the layers below it (the map
-in tests/layers.py, rendered into ARCHITECTURE.md), and no module grows far
-past 400 lines."""
+in tests/layers.py, rendered into docs/explanation/architecture.md), and no module
+grows far past 400 lines."""
 
 from __future__ import annotations
 
@@ -35,10 +35,10 @@ def test_every_layer_imports_only_the_layers_below_it() -> None:
     assert violations(PACKAGE, ROWS) == []
 
 
-def test_architecture_md_shows_the_map_of_tests_layers() -> None:
+def test_the_architecture_page_shows_the_map_of_tests_layers() -> None:
     document = ARCHITECTURE.read_text()
     assert with_map(document, render(ROWS)) == document, (
-        f"ARCHITECTURE.md's map differs from tests/layers.py: run `{WRITE_COMMAND}`"
+        f"{ARCHITECTURE.name}'s map differs from tests/layers.py: run `{WRITE_COMMAND}`"
     )
 
 

@@ -290,12 +290,13 @@ def test_the_v1_form_is_what_the_official_sdk_canonicalises(
 
 
 @pytest.mark.slow
-def test_the_readmes_card_key_recipe_signs_cards(settings: Any, tmp_path: Path) -> None:
-    # The README's openssl line, run as printed, then its settings line (a Path to the file).
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    (command,) = [line for line in readme.splitlines() if line.startswith("openssl ecparam")]
+def test_the_docs_card_key_recipe_signs_cards(settings: Any, tmp_path: Path) -> None:
+    # The how-to's openssl line, run as printed, then its settings line (a Path to the file).
+    page = Path(__file__).resolve().parents[2] / "docs" / "howto" / "authenticate.md"
+    recipe = page.read_text()
+    (command,) = [line for line in recipe.splitlines() if line.startswith("openssl ecparam")]
     subprocess.run(command, shell=True, cwd=tmp_path, check=True, timeout=30)
-    assert '"CARD_SIGNING_KEY": BASE_DIR / "card-key.pem"' in readme
+    assert '"CARD_SIGNING_KEY": BASE_DIR / "card-key.pem"' in recipe
     settings.TOOLNEXUS = {**settings.TOOLNEXUS, "CARD_SIGNING_KEY": tmp_path / "card-key.pem"}
     assert "toolnexus_django.E132" not in [m.id for m in our_messages()]
     card = signed(build_card(URL), URL)

@@ -1,5 +1,5 @@
 """benchmarks/tck.py: how it reads the TCK's report and triages each failure, that
-docs/protocol.md lists every failure it knows, and (with the TCK checked out,
+docs/reference/wire.md lists every failure it knows, and (with the TCK checked out,
 TOOLNEXUS_TCK_DIR) the TCK run against the demo leaves no failure untriaged."""
 
 from __future__ import annotations
@@ -76,10 +76,10 @@ def test_a_report_is_read_into_cases_by_category_and_transport(tmp_path: Path) -
 
 
 def test_every_triaged_failure_is_listed_in_the_protocol_docs() -> None:
-    docs = (ROOT / "docs" / "protocol.md").read_text()
+    docs = (ROOT / "docs" / "reference" / "wire.md").read_text()
     section = docs.split("## The A2A TCK", 1)[1].split("\n## ", 1)[0]
     missing = [name for name in TCK["TRIAGE"] if name.rstrip("[:") not in section]
-    assert not missing, f"docs/protocol.md's TCK section does not list {missing}"
+    assert not missing, f"docs/reference/wire.md's TCK section does not list {missing}"
 
 
 @pytest.mark.slow

@@ -1,8 +1,8 @@
 """One id per problem: a table of (the id, what it was before, a setting with
 that one problem), walked through Django's real check registry. Every id of
 ``PROBLEMS`` is in it once; each row raises its id and nothing else; each id
-is raised from one place in ``toolnexus_django/checks/``; README lists them
-all, and the retired ones with what they became."""
+is raised from one place in ``toolnexus_django/checks/``; the docs' checks
+reference lists them all, and the retired ones with what they became."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -228,8 +227,8 @@ def test_the_table_covers_every_id_once() -> None:
 
 
 def test_each_problem_was_reported_before_under_its_old_id_or_a_retired_one() -> None:
-    """The mapping README and the CHANGELOG give: a kept id is its own old id;
-    a retired id lists every id it became (and only ids of PROBLEMS)."""
+    """The mapping the checks reference and the CHANGELOG give: a kept id is its
+    own old id; a retired id lists every id it became (and only ids of PROBLEMS)."""
     for case in CASES:
         if case.before is None or case.before == case.code:
             continue
@@ -259,33 +258,11 @@ def test_each_id_is_raised_from_one_place() -> None:
     assert set(literals) == set(PROBLEMS)
 
 
-def readme_ids(heading: str) -> list[str]:
-    """The ids README's section ``heading`` lists, first column of its tables."""
-    text = Path(REPO_ROOT / "README.md").read_text()
-    start = text.index(f"\n{heading}\n")
-    end = text.index("\n## ", start)
-    rows = [line for line in text[start:end].splitlines() if line.startswith("| `toolnexus")]
-    return [re.findall(r"toolnexus_django\.([EW]\d{3})", row)[0] for row in rows]
+def test_the_docs_list_every_id_and_map_each_retired_one() -> None:
+    """The checks reference (docs/reference/checks.md) is generated from PROBLEMS and
+    RETIRED_IDS; tests/docs/test_docs_reference.py holds it to every id raised here."""
+    from tests.docs.test_docs_reference import ref
 
-
-def test_readme_lists_every_id_and_every_retired_one() -> None:
-    listed = readme_ids("### System checks")
-    assert [code for code, n in Counter(listed).items() if n > 1] == []
-    assert set(listed) == set(PROBLEMS) | set(RETIRED_IDS)
-
-
-def test_readme_maps_each_retired_id_to_the_ids_it_became() -> None:
-    text = Path(REPO_ROOT / "README.md").read_text()
-    rows = [line for line in text.splitlines() if line.startswith("| `toolnexus_django.E0")]
-    mapped: dict[str, set[str]] = {}
-    for row in rows:
-        cells = row.split("|")
-        if len(cells) < 5:
-            continue  # the table of ids: two columns
-        old = re.findall(r"E\d{3}", cells[1])[0]
-        now = cells[3]
-        became = set(re.findall(r"`(E\d{3})`", now))
-        for first, last in re.findall(r"`(E\d{3})`\u2013`(E\d{3})`", now):  # ranges
-            became |= {code for code in PROBLEMS if first <= code <= last}
-        mapped[old] = became
-    assert mapped == {old: set(news) for old, news in RETIRED_IDS.items()}
+    page = ref.checks_markdown()
+    for code in [*PROBLEMS, *RETIRED_IDS]:
+        assert f"| `toolnexus_django.{code}` |" in page

@@ -20,7 +20,7 @@ The TCK is not a dependency: check it out anywhere and give it a venv of its own
 
 ``TOOLNEXUS_TCK_PYTHON`` names another interpreter for the TCK (default: the
 checkout's ``.venv/bin/python``). ``--json FILE`` writes the outcome for
-tests/e2e/test_tck.py. The triage is written down in docs/protocol.md ("The A2A TCK").
+tests/e2e/test_tck.py. The triage is written down in docs/reference/wire.md ("The A2A TCK").
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ A2A_JSON = (
 
 #: The TCK's failures on the demo and why, by test name (class::function, and
 #: the parameter's start where it matters): "tck" -- the TCK's own assumption
-#: (docs/protocol.md quotes the spec section); "box" -- this machine (no
+#: (docs/reference/wire.md quotes the spec section); "box" -- this machine (no
 #: DNS). Issue 21's genuine findings (1-5) are fixed: none is left here.
 #: The first key a test name starts with decides.
 TRIAGE: dict[str, tuple[str, str]] = {
@@ -131,7 +131,7 @@ class Case:
         for key, verdict in TRIAGE.items():
             if name.startswith(key):
                 return verdict
-        return "NEW", "not triaged: compare it with the spec (docs/protocol.md, The A2A TCK)"
+        return "NEW", "not triaged: compare it with the spec (docs/reference/wire.md, The A2A TCK)"
 
 
 def case_of(node: ET.Element) -> Case:
@@ -175,7 +175,7 @@ def serve_demo(workdir: Path, agent: str, grpc: bool) -> tuple[Server, str]:
         TOOLNEXUS_STORE="django",
         DEMO_AGENT=agent,
         # The TCK's webhook receiver listens on localhost: a host the SSRF check
-        # refuses unless it is named (docs/protocol.md, Push notification configs).
+        # refuses unless it is named (docs/reference/wire.md, Push notification configs).
         TOOLNEXUS_PUSH_ALLOWED_HOSTS="localhost,127.0.0.1",
         PYTHONUNBUFFERED="1",
     )

@@ -58,7 +58,7 @@ from tests.pg_sessions import SessionWatch  # noqa: E402
 PY = sys.executable
 DATABASE_THREADS = 16
 #: The app's own threads beside the database threads: lease keeper, wake-up
-#: poller, sweep, main (README "Database connections").
+#: poller, sweep, main (docs/howto/production.md, "Database connections").
 OWN = 4
 CONFIGS = ["before", "t8", "t8-age60", "t16", "t16-age60", "t32", "t32-age60", "t8-pool"]
 TOOLS = ["orm_sync", "orm_async", "dj_orm_sync", "dj_orm_async"]

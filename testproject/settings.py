@@ -222,7 +222,7 @@ TOOLNEXUS = {
     },
     # The demo endpoint is open to anonymous callers, who are offered only the
     # tools that need no permission; the expenses agent also knows who asks.
-    # Real projects pick their DRF classes here (README, "Security").
+    # Real projects pick their DRF classes here (docs/howto/authenticate.md).
     "AUTHENTICATION_CLASSES": DEMO_AGENTS[_agent]["authentication"],
     "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
 }
@@ -254,7 +254,7 @@ if _mcp_tools:
     }
 # W002 warns that the endpoint admits anonymous callers with DEBUG off: the
 # demo is open on purpose (offline model, 127.0.0.1). A real project sets
-# PERMISSION_CLASSES (README, "Security") instead of silencing it.
+# PERMISSION_CLASSES (docs/howto/authenticate.md) instead of silencing it.
 SILENCED_SYSTEM_CHECKS = ["toolnexus_django.W002"]
 
 LOGGING = {

@@ -3,7 +3,7 @@
 
 ``manage.py check`` (and every management command before it runs) reports a
 misconfiguration with its own id — one id per problem (:mod:`.problems` lists
-them all; README's "System checks" explains each) — never as a traceback at
+them all; docs/reference/checks.md explains each) — never as a traceback at
 request time. One module per part of the setting:
 
 ==============  ====================================================

@@ -5,8 +5,9 @@ Ids are grouped by the module that raises them: E1xx the ``TOOLNEXUS`` dict
 and its top-level keys (:mod:`.toplevel`), E2xx ``STORE`` (:mod:`.store`),
 E3xx ``AGENT`` / ``TOOLKIT`` / ``CLIENT`` (:mod:`.agent`), E4xx the numbers
 (:mod:`.limits`), E5xx ``REVIEW``, E6xx ``PUSH``, E7xx ``MCP``, E8xx ``GRPC``. The ids from
-before that already named one problem kept their number. README's "System
-checks" lists them all; a test holds the two (and each id's one raise) together.
+before that already named one problem kept their number. docs/reference/checks.md
+(generated from this module) lists them all; a test holds the two (and each
+id's one raise) together.
 """
 
 from __future__ import annotations

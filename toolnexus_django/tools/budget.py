@@ -57,7 +57,8 @@ T = TypeVar("T")
 
 #: The app's own connections beside its database threads: the lease keeper,
 #: the wake-up poller, the sweep and the main thread. A process's budget is
-#: DATABASE_THREADS + OWN_CONNECTIONS + TOOL_THREADS (README "Database connections").
+#: DATABASE_THREADS + OWN_CONNECTIONS + TOOL_THREADS (docs/howto/production.md,
+#: "Database connections").
 OWN_CONNECTIONS = 4
 
 

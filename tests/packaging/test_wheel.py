@@ -69,7 +69,7 @@ def clean_env(**extra: str) -> dict[str, str]:
         if k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "PYTHONPATH", "VIRTUAL_ENV")
         and not k.startswith(("LLM_", "OPENAI_", "OPENROUTER_", "ANTHROPIC_", "TOOLNEXUS_"))
     }
-    env.update({"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", **extra})
+    env.update({"PYTHONUNBUFFERED": "1", **extra})
     return env
 
 
@@ -133,7 +133,7 @@ def site(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Site:
     run([sys.executable, "-m", "venv", venv], cwd=home, env=clean_env())
     # Dependencies from the index (pip's cache makes it quick); the app from the wheel only.
     run(
-        [venv / "bin" / "pip", "install", "-q", "--no-compile", dist.wheel],
+        [venv / "bin" / "pip", "install", "-q", dist.wheel],
         cwd=home,
         env=clean_env(),
     )

@@ -3,10 +3,12 @@
 # configuration.returnImmediately, and its result is {"task": ...}; ListTasks pages
 # through the caller's Tasks, newest first.
 BASE="${BASE:-http://127.0.0.1:8000}"
+# A fresh messageId per send: a repeated one returns the Task it started (retries are safe).
+new_id() { python3 -c 'import uuid; print(uuid.uuid4())'; }
 
 curl -s "$BASE/agent/" -H 'Content-Type: application/json' -H 'A2A-Version: 1.0' -d '{
   "jsonrpc": "2.0", "id": 10, "method": "SendMessage",
-  "params": {"message": {"messageId": "m-10", "role": "ROLE_USER",
+  "params": {"message": {"messageId": "'"$(new_id)"'", "role": "ROLE_USER",
     "parts": [{"text": "Summarise: the meeting moved to Friday at ten."}]}}}'
 echo
 

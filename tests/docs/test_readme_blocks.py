@@ -111,10 +111,7 @@ def test_the_test_command_is_a_line_of_its_own() -> None:
 
 def test_every_code_block_is_run_by_a_test_or_is_the_test_command() -> None:
     found = {
-        (heading, i)
-        for heading in sections()
-        if heading
-        for i, _ in enumerate(blocks(heading))
+        (heading, i) for heading in sections() if heading for i, _ in enumerate(blocks(heading))
     }
     assert not FENCE.search(sections()[""]), "a code block above the first section"
     assert found == set(RUN_BY)

@@ -82,7 +82,11 @@ def with_port(command: str, port: int) -> str:
 def sh(script: str, cwd: Path, env: dict[str, str], timeout: float = 180) -> str:
     """Run a README block with bash, as a terminal would; its output, or the test fails."""
     done = subprocess.run(
-        ["bash", "-e", "-c", script], cwd=cwd, env=env, capture_output=True, text=True,
+        ["bash", "-e", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=timeout,
     )
     out = done.stdout + done.stderr
@@ -208,7 +212,11 @@ def test_the_readme_install_pastes_into_a_fresh_startproject(tmp_path: Path) -> 
     # No key anywhere yet: a warning (W004), not an error, so migrate runs.
     python = str(venv / "bin" / "python")
     checked = subprocess.run(
-        [python, "manage.py", "check"], cwd=site, env=env, capture_output=True, text=True,
+        [python, "manage.py", "check"],
+        cwd=site,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=120,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr

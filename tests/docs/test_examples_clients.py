@@ -46,7 +46,7 @@ def example(name: str, demo: Served) -> list[dict[str, Any]]:
     """Run a curl example against the demo; each non-empty line it prints, as JSON
     (a trailing ``HTTP <status>`` line becomes ``{"http": status}``)."""
     done = subprocess.run(
-        [str(EXAMPLES / name)],
+        ["sh", str(EXAMPLES / name)],
         env={**os.environ, "BASE": demo.base},
         capture_output=True,
         text=True,

@@ -65,11 +65,9 @@ def copy_checkout(dest: Path, *, git: bool = False) -> Path:
     with ``git``, also a repository of one commit, so it can be cloned."""
     shutil.copytree(ROOT, dest, ignore=NOT_COPIED)
     if git:
-        quiet = {"check": True, "cwd": dest, "timeout": 60, "capture_output": True}
-        subprocess.run(["git", "init", "-q"], **quiet)  # type: ignore[call-overload]
-        subprocess.run(["git", "add", "-A"], **quiet)  # type: ignore[call-overload]
         who = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-        subprocess.run(["git", *who, "commit", "-qm", "copy"], **quiet)  # type: ignore[call-overload]
+        for args in (["init", "-q"], ["add", "-A"], [*who, "commit", "-qm", "copy"]):
+            subprocess.run(["git", *args], check=True, cwd=dest, timeout=60, capture_output=True)
     return dest
 
 

@@ -313,7 +313,10 @@ class AwaitingHumanTask(TaskRecord):
     class Meta:
         proxy = True
         verbose_name = _("task awaiting a human")
-        verbose_name_plural = _("tasks awaiting a human")
+        # The admin lists an app's models by this name: one that sorts before
+        # the others ("MCP calls", "Push ...", "Review decisions", "Tasks")
+        # puts the queue first, on any AdminSite (admin/__init__.py says why).
+        verbose_name_plural = _("awaiting a human")
         ordering = ("-updated_at",)
 
 

@@ -1,6 +1,8 @@
 """The Agent Card declares how to authenticate (toolnexus_django/a2a/card.py),
-read back by the official a2a-sdk; and check W002 (toolnexus_django/checks/security.py)
-warns about an endpoint open to anonymous callers while DEBUG is off."""
+and requires it only where the endpoint does (an open endpoint's card offers
+its schemes and requires none), read back by the official a2a-sdk; and check
+W002 (toolnexus_django/checks/security.py) warns about an endpoint open to
+anonymous callers while DEBUG is off."""
 
 from __future__ import annotations
 
@@ -20,9 +22,18 @@ from a2a.types import a2a_pb2
 from django.contrib.auth import get_user_model
 from django.core import checks
 from google.protobuf.json_format import ParseDict
-from rest_framework.authentication import BaseAuthentication, TokenAuthentication
+from rest_framework.authentication import (
+    BaseAuthentication,
+    BasicAuthentication,
+    TokenAuthentication,
+)
 from rest_framework.exceptions import AuthenticationFailed
-from rest_framework.permissions import AllowAny, BasePermission
+from rest_framework.permissions import (
+    AllowAny,
+    BasePermission,
+    DjangoModelPermissions,
+    IsAuthenticated,
+)
 from rest_framework.request import Request
 
 from tests.conftest import http
@@ -127,7 +138,7 @@ def requirements(card: a2a_pb2.AgentCard) -> list[list[str]]:
 
 
 def test_basic_authentication_is_declared_http_basic(live_server: Any, configure: Any) -> None:
-    configure(None, AUTHENTICATION_CLASSES=[BASIC])
+    configure(None, AUTHENTICATION_CLASSES=[BASIC], PERMISSION_CLASSES=[IS_AUTHENTICATED])
     card = card_over_http(live_server)
 
     # v0.3 (OpenAPI) form, also validated by the SDK's v0.3 pydantic model.
@@ -156,7 +167,7 @@ def test_basic_authentication_is_declared_http_basic(live_server: Any, configure
 def test_token_authentication_is_declared_an_authorization_header(
     live_server: Any, configure: Any
 ) -> None:
-    configure(None, AUTHENTICATION_CLASSES=[TOKEN])
+    configure(None, AUTHENTICATION_CLASSES=[TOKEN], PERMISSION_CLASSES=[IS_AUTHENTICATED])
     card = card_over_http(live_server)
     token = card["securitySchemes"]["token"]
     assert (token["type"], token["in"], token["name"]) == ("apiKey", "header", "Authorization")
@@ -179,7 +190,7 @@ def test_token_authentication_is_declared_an_authorization_header(
 def test_bearer_style_classes_are_declared_http_bearer(
     live_server: Any, configure: Any, cls: str
 ) -> None:
-    configure(None, AUTHENTICATION_CLASSES=[HERE + cls])
+    configure(None, AUTHENTICATION_CLASSES=[HERE + cls], PERMISSION_CLASSES=[IS_AUTHENTICATED])
     card = card_over_http(live_server)
     assert card["securitySchemes"]["bearer"]["scheme"] == "bearer"
     v1 = parsed(card)
@@ -189,7 +200,11 @@ def test_bearer_style_classes_are_declared_http_bearer(
 
 def test_several_classes_are_alternatives(live_server: Any, configure: Any) -> None:
     # Session is not declared (it needs a CSRF token on the POST too).
-    configure(None, AUTHENTICATION_CLASSES=[SESSION, BASIC, TOKEN, HERE + "JwtStyleAuthentication"])
+    configure(
+        None,
+        AUTHENTICATION_CLASSES=[SESSION, BASIC, TOKEN, HERE + "JwtStyleAuthentication"],
+        PERMISSION_CLASSES=[IS_AUTHENTICATED],
+    )
     card = card_over_http(live_server)
     assert list(card["securitySchemes"]) == ["basic", "token", "bearer"]
     assert card["security"] == [{"basic": []}, {"token": []}, {"bearer": []}]
@@ -197,7 +212,11 @@ def test_several_classes_are_alternatives(live_server: Any, configure: Any) -> N
 
 
 def test_a_custom_class_declares_its_scheme_with_the_hook(live_server: Any, configure: Any) -> None:
-    configure(None, AUTHENTICATION_CLASSES=[HERE + "ApiKeyAuthentication"])
+    configure(
+        None,
+        AUTHENTICATION_CLASSES=[HERE + "ApiKeyAuthentication"],
+        PERMISSION_CLASSES=[IS_AUTHENTICATED],
+    )
     card = card_over_http(live_server)
     assert card["securitySchemes"]["apikey"]["in"] == "header"
     assert card["security"] == [{"apikey": []}]
@@ -230,6 +249,8 @@ def test_none_follows_drf_default_authentication_classes(
 def test_security_schemes_setting_replaces_the_derived_ones(
     live_server: Any, configure: Any
 ) -> None:
+    # Declared required although the test project's endpoint is AllowAny: a
+    # project that names its schemes may know of a gate in front of it.
     schemes = {
         "jwt": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
         "oidc": {"type": "openIdConnect", "openIdConnectUrl": "https://id.example/.well-known"},
@@ -249,6 +270,117 @@ def test_security_schemes_setting_replaces_the_derived_ones(
 def test_an_empty_security_schemes_setting_declares_none(live_server: Any, configure: Any) -> None:
     configure(None, AUTHENTICATION_CLASSES=[BASIC], SECURITY_SCHEMES={})
     assert not set(SECURITY_FIELDS) & set(card_over_http(live_server))
+
+
+# -- the requirement is what the endpoint requires ------------------------------------------
+
+
+def anonymous_list_status(live_server: Any) -> int:
+    """The HTTP status of an anonymous ListTasks (v1.0): 200 where anyone
+    may call the endpoint, 401/403 where it requires a caller to authenticate."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}})
+    reply = http(
+        f"{live_server.url}/agent/",
+        data=body.encode(),
+        headers={"Content-Type": "application/json", "A2A-Version": "1.0"},
+    )
+    return reply.status
+
+
+def declares_no_requirement(card: dict[str, Any]) -> None:
+    """Schemes (optional ways to authenticate), no requirement, in both versions."""
+    assert "security" not in card and "securityRequirements" not in card
+    assert v03.AgentCard.model_validate(card).security is None
+    v1 = parsed(card)
+    assert list(v1.security_schemes) == ["basic"]
+    assert requirements(v1) == []
+
+
+def declares_basic_required(card: dict[str, Any]) -> None:
+    assert card["security"] == [{"basic": []}]  # v0.3
+    assert card["securityRequirements"] == [{"schemes": {"basic": {"list": []}}}]  # v1.0
+    assert v03.AgentCard.model_validate(card).security == [{"basic": []}]
+    assert requirements(parsed(card)) == [["basic"]]
+
+
+@pytest.mark.parametrize(
+    "permissions",
+    [["rest_framework.permissions.AllowAny"], [], None],
+    ids=["AllowAny", "none", "DRF-default"],
+)
+def test_an_open_endpoint_offers_basic_but_requires_nothing(
+    live_server: Any, configure: Any, permissions: Any
+) -> None:
+    configure(None, AUTHENTICATION_CLASSES=[BASIC], PERMISSION_CLASSES=permissions)
+    assert anonymous_list_status(live_server) == 200  # anyone gets in...
+    card = card_over_http(live_server)
+    declares_no_requirement(card)  # ... and the card says so
+    assert resolved(live_server).security_requirements == []
+
+
+def test_the_readme_install_declares_no_requirement(
+    live_server: Any, configure: Any, settings: Any
+) -> None:
+    # The Install sets no DRF classes: DRF's defaults, Session + Basic and
+    # AllowAny. Anonymous sends succeed, so the card requires nothing.
+    settings.REST_FRAMEWORK = {}
+    configure(None, AUTHENTICATION_CLASSES=None, PERMISSION_CLASSES=None)
+    assert anonymous_list_status(live_server) == 200
+    declares_no_requirement(card_over_http(live_server))
+
+
+@pytest.mark.parametrize(
+    "permissions",
+    [
+        [IS_AUTHENTICATED],
+        ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],  # a send is a POST
+        ["rest_framework.permissions.AllowAny", IS_AUTHENTICATED],  # every class must pass
+        [HERE + "StaffOnly"],
+    ],
+    ids=["IsAuthenticated", "IsAuthenticatedOrReadOnly", "mixed", "custom"],
+)
+def test_basic_with_a_permission_that_refuses_anonymous_callers_is_required(
+    live_server: Any, configure: Any, permissions: list[str]
+) -> None:
+    configure(None, AUTHENTICATION_CLASSES=[BASIC], PERMISSION_CLASSES=permissions)
+    assert anonymous_list_status(live_server) in (401, 403)  # nobody gets in anonymously...
+    card = card_over_http(live_server)
+    declares_basic_required(card)  # ... and the card says how to authenticate
+    assert requirements(resolved(live_server)) == [["basic"]]
+
+
+class RaisingPermission(BasePermission):
+    def has_permission(self, request: Any, view: Any) -> bool:
+        raise RuntimeError("needs something an anonymous request does not have")
+
+
+@pytest.mark.parametrize(
+    ("permissions", "required"),
+    [
+        ([AllowAny], False),
+        ([], False),
+        ([IsAuthenticated], True),
+        ([IsAuthenticated | AllowAny], False),  # composed: DRF's OR
+        ([RaisingPermission], True),  # cannot tell: declared
+        ([DjangoModelPermissions], True),  # needs a queryset: raises, declared
+    ],
+    ids=["AllowAny", "none", "IsAuthenticated", "or-AllowAny", "raises", "model-perms"],
+)
+def test_the_requirement_follows_the_permission_classes(
+    configure: Any, permissions: list[Any], required: bool
+) -> None:
+    configure(None)
+    card = build_card("http://testserver/agent/", [BasicAuthentication], permissions)
+    assert "basic" in card["securitySchemes"]
+    if required:
+        declares_basic_required(card)
+    else:
+        declares_no_requirement(card)
+
+
+def test_unreadable_permission_classes_declare_the_requirement(configure: Any) -> None:
+    configure(None, PERMISSION_CLASSES=["no.such.Permission"])  # E113 reports it
+    declares_basic_required(build_card("http://testserver/agent/", [BasicAuthentication]))
 
 
 def test_each_card_is_a_fresh_copy(configure: Any) -> None:

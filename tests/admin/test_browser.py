@@ -57,7 +57,7 @@ def test_a_reviewer_answers_a_task_in_the_browser(
     page.fill("#id_username", "rita")
     page.fill("#id_password", "review-pw")
     page.click("input[type=submit]")
-    page.get_by_role("link", name="Tasks awaiting a human").click()
+    page.get_by_role("link", name="Awaiting a human", exact=True).click()
     page.click("#toggle-nav-sidebar")  # more room for the screenshots
     expect(page.locator("#result_list")).to_contain_text("file_expense")
     expect(page.locator("#result_list")).to_contain_text("Approve an expense claim of 42.50")

@@ -45,8 +45,11 @@ def stored_state(task_id: str) -> str | None:
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_serves_the_agent_and_stops_on_sigterm(fake_llm: FakeLLM, tmp_path: Path) -> None:
+def test_serves_the_agent_and_stops_on_sigterm(
+    fake_llm: FakeLLM, tmp_path: Path, django_user_model: Any
+) -> None:
     fake_llm.default = Text("filed by the fake model")
+    django_user_model.objects.create_superuser("root")  # someone can sign in: no hint
     with serve(tmp_path, env=fake_env(fake_llm)) as server:
         card = server.wait_ready()
         assert card["name"] == settings.TOOLNEXUS["AGENT"]["name"]
@@ -67,6 +70,8 @@ def test_serves_the_agent_and_stops_on_sigterm(fake_llm: FakeLLM, tmp_path: Path
 
         out = server.output()
         assert f"Model: openai model 'demo-model' at {fake_llm.url}" in out
+        assert f"Admin: {server.base}/admin/" in out
+        assert "createsuperuser" not in out
         master_threads = Path(f"/proc/{server.proc.pid}/task")
         if master_threads.exists():  # Linux: the master runs nothing but gunicorn
             assert len(list(master_threads.iterdir())) == 1
@@ -118,6 +123,9 @@ def test_startup_names_the_card_and_the_model_and_ctrl_c_stops(tmp_path: Path) -
         server.wait_ready()
         out = server.output()
         assert f"Agent Card: {server.base}{CARD_PATH}" in out
+        # Where a reviewer goes, and (nobody could sign in yet) how to get in.
+        assert f"Admin: {server.base}/admin/" in out
+        assert "python manage.py createsuperuser" in out
         assert "Model: testproject.demo.offline_client - Deterministic offline demo model" in out
         # No flags: one worker per core, each with the default database threads
         # (16; 4 when the database is SQLite, which takes one writer at a time).

@@ -20,6 +20,20 @@ readers ignore the wrapper; a v1.0 reader ignores the rest; the a2a-sdk pops
 as v0.3 ``security`` and v1.0 ``securityRequirements``: one per scheme, any one
 suffices. The schemes are ``TOOLNEXUS["SECURITY_SCHEMES"]`` when set, else
 derived from the endpoint's DRF authentication classes (:func:`scheme_for`).
+
+The requirements say what the endpoint really requires. Derived schemes are
+required only when the endpoint's permission classes refuse an anonymous
+caller (:func:`admits_anonymous`); on an endpoint that lets anyone in (the
+Install's ``AllowAny``) the card keeps ``securitySchemes`` — the ways a
+caller *may* authenticate, to own its Tasks or read the extended card — and
+declares no ``security`` / ``securityRequirements``. That is the A2A reading:
+the card's ``securitySchemes`` are "the security scheme details used for
+authenticating with this agent" and its ``securityRequirements`` the
+"security requirements for contacting the agent", OpenAPI's Security
+Requirement Objects, which name what a request must satisfy; no requirement
+means none is needed. Schemes a project sets itself (``SECURITY_SCHEMES``)
+are declared required, as before: it may know of a gate in front of the
+endpoint (a proxy) that its permission classes do not show.
 """
 
 from __future__ import annotations
@@ -89,8 +103,9 @@ def agent_skill() -> dict[str, Any]:
 
 #: Read once per process, and again when settings change.
 _skills = PerProcess("card skills", _read_skills)
-#: Authentication classes -> the card's security fields (cleared on reload).
-_security: PerProcess[dict[tuple[Any, ...], dict[str, Any]]] = PerProcess(
+#: (authentication classes, permission classes) -> the card's security fields
+#: (cleared on reload).
+_security: PerProcess[dict[tuple[tuple[Any, ...], tuple[Any, ...]], dict[str, Any]]] = PerProcess(
     "card security schemes", dict
 )
 _security_lock = threading.Lock()
@@ -161,7 +176,38 @@ def both_forms(scheme: dict[str, Any]) -> dict[str, Any]:
     return {**scheme, key: inner}
 
 
-def _derive_security(auth_classes: tuple[Any, ...]) -> dict[str, Any]:
+def endpoint_permission_classes() -> list[Any]:
+    """The endpoint's DRF permission classes (``PERMISSION_CLASSES``, None =
+    DRF's ``DEFAULT_PERMISSION_CLASSES``), as its edge reads them."""
+    from rest_framework.settings import api_settings
+
+    classes = toolnexus_settings.imported("PERMISSION_CLASSES")
+    return list(api_settings.DEFAULT_PERMISSION_CLASSES) if classes is None else list(classes)
+
+
+def admits_anonymous(permission_classes: Sequence[Any]) -> bool:
+    """Whether these permission classes let an anonymous caller send (a POST
+    with no credentials): each is asked, as DRF asks it, with such a request.
+    A class that raises (it needs a view's queryset, say) counts as refusing:
+    the card then declares what it cannot rule out."""
+    from django.http import HttpRequest
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
+
+    plain = HttpRequest()
+    plain.method = "POST"
+    request = Request(plain)  # no authenticators: DRF's anonymous user
+    view = APIView()
+    try:
+        return all(cls().has_permission(request, view) for cls in permission_classes)
+    except Exception:
+        logger.debug("a permission class failed on an anonymous request", exc_info=True)
+        return False
+
+
+def _derive_security(
+    auth_classes: tuple[Any, ...], permission_classes: tuple[Any, ...]
+) -> dict[str, Any]:
     configured = toolnexus_settings.SECURITY_SCHEMES
     schemes: dict[str, dict[str, Any]] = {}
     if configured is not None:
@@ -178,30 +224,56 @@ def _derive_security(auth_classes: tuple[Any, ...]) -> dict[str, Any]:
                 schemes.setdefault(*found)  # two bearer classes: one "bearer"
     if not schemes:
         return {}
+    fields: dict[str, Any] = {
+        "securitySchemes": {name: both_forms(s) for name, s in schemes.items()}
+    }
+    if configured is None and admits_anonymous(permission_classes):
+        return fields  # ways to authenticate, none required
     return {
-        "securitySchemes": {name: both_forms(s) for name, s in schemes.items()},
+        **fields,
         "security": [{name: []} for name in schemes],
         "securityRequirements": [{"schemes": {name: {"list": []}}} for name in schemes],
     }
 
 
-def security_fields(auth_classes: Sequence[Any]) -> dict[str, Any]:
+def security_fields(
+    auth_classes: Sequence[Any], permission_classes: Sequence[Any] | None = None
+) -> dict[str, Any]:
     """The card's ``securitySchemes`` / ``security`` / ``securityRequirements``
-    for an endpoint with these authentication classes ({} = none). Derived once
-    per distinct classes and setting; each call gets its own copy."""
-    key = tuple(auth_classes)
+    for an endpoint with these authentication and permission classes ({} =
+    none; ``permission_classes`` None: the endpoint's own). Derived once per
+    distinct classes and setting; each call gets its own copy."""
+    if permission_classes is None:
+        try:
+            permission_classes = endpoint_permission_classes()
+        except Exception:  # a bad path (E113 says so): declare what may be required
+            logger.debug("the endpoint's permission classes do not import", exc_info=True)
+            permission_classes = [_Unknown]
+    key = (tuple(auth_classes), tuple(permission_classes))
     cache = _security.get()
     with _security_lock:
         cached = cache.get(key)
         if cached is None:
-            cached = cache[key] = _derive_security(key)
+            cached = cache[key] = _derive_security(*key)
     # A copy: callers (the a2a-sdk's parser, say) may mutate what they get.
     return copy.deepcopy(cached)
 
 
-def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str, Any]:
+class _Unknown:
+    """Stands for permission classes that cannot be read: refuses everyone."""
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return False
+
+
+def build_card(
+    endpoint_url: str,
+    auth_classes: Sequence[Any] = (),
+    permission_classes: Sequence[Any] | None = None,
+) -> dict[str, Any]:
     """The Agent Card; ``endpoint_url`` is the absolute JSON-RPC endpoint,
-    ``auth_classes`` its DRF authentication classes."""
+    ``auth_classes`` and ``permission_classes`` its DRF classes (None: the
+    endpoint's own, from the settings)."""
     agent = toolnexus_settings.AGENT
     card: dict[str, Any] = {
         "name": agent.get("name") or "toolnexus-agent",
@@ -223,7 +295,7 @@ def build_card(endpoint_url: str, auth_classes: Sequence[Any] = ()) -> dict[str,
     }
     if agent.get("provider"):
         card["provider"] = agent["provider"]
-    card.update(security_fields(auth_classes))
+    card.update(security_fields(auth_classes, permission_classes))
     if offers_extended_card(auth_classes):
         card["capabilities"]["extendedAgentCard"] = True  # v1.0
         card["supportsAuthenticatedExtendedCard"] = True  # v0.3

@@ -9,7 +9,15 @@ reviewer may do, and the moves, are :mod:`toolnexus_django.review`'s. The
 review decisions across Tasks (:mod:`.decisions`), also kept in Django's
 admin log (:mod:`.history`); push notification configs and their
 deliveries (:mod:`.push`). What the pages show of a Task is in
-:mod:`.display`."""
+:mod:`.display`, what it came to (the top of its page) in :mod:`.outcome`.
+
+The admin index lists the review queue first. Django sorts an app's models
+by their plural names, and the only per-model hook, an AdminSite's
+``get_app_list``, would make every project use this app's AdminSite (or
+patch Django's): so the order comes from the names themselves — the queue
+is "Awaiting a human", which sorts before "MCP calls", "Push ...", "Review
+decisions" and "Tasks" on any AdminSite. The entries of features that are
+off (push, MCP) are not listed at all (:mod:`.features`)."""
 
 from .decisions import TaskDecisionAdmin
 from .display import halted_call, safe_link_url, time_left, transcript_turns

@@ -14,9 +14,13 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import ModelAdmin, helpers
+from django.contrib.admin.utils import quote
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
@@ -139,6 +143,7 @@ def _report(
             + gettext("; their runs resume in the background."),
             messages.SUCCESS,
         )
+        modeladmin.message_user(request, follow_links(modeladmin, result.answered), messages.INFO)
     if result.approved_once:
         modeladmin.message_user(
             request,
@@ -157,3 +162,33 @@ def _report(
             % {"id": Truncator(task_id).chars(13), "why": str(why).rstrip(".")},
             messages.WARNING,
         )
+
+
+#: The most Tasks one message links to (the rest are counted).
+MAX_LINKS = 10
+
+
+def follow_links(modeladmin: ModelAdmin[Any], task_ids: list[str]) -> SafeString:
+    """A link to each answered Task's own page, where its answer appears once
+    its run ends (ids escaped; at most :data:`MAX_LINKS`, the rest counted)."""
+    site = modeladmin.admin_site.name
+    links = format_html_join(
+        ", ",
+        '<a href="{}" class="tnx-task-link" title="{}">{}</a>',
+        (
+            (
+                reverse(f"{site}:toolnexus_django_taskrecord_change", args=[quote(i)]),
+                i,
+                Truncator(i).chars(13),
+            )
+            for i in task_ids[:MAX_LINKS]
+        ),
+    )
+    rest = len(task_ids) - MAX_LINKS
+    more = ngettext(" and %(n)d more", " and %(n)d more", rest) % {"n": rest} if rest > 0 else ""
+    return format_html(
+        "{} {}{}.",
+        ngettext("Follow it to its answer:", "Follow them to their answers:", len(task_ids)),
+        links,
+        more,
+    )

@@ -8,11 +8,13 @@ from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
 from ..models import McpCall
+from .features import ListedWhenOn, mcp_on
 from .readonly import ReadOnlyAdmin
 
 
 @admin.register(McpCall)
-class McpCallAdmin(ReadOnlyAdmin):
+class McpCallAdmin(ListedWhenOn, ReadOnlyAdmin):
+    feature_on = staticmethod(mcp_on)
     list_display = (
         "at",
         "tool",

@@ -27,6 +27,7 @@ from django.utils.translation import gettext_lazy as _
 from ..models import PushConfig, PushDelivery, TaskRecord
 from ..push import delivery
 from ..push.locks import lock_configs
+from .features import ListedWhenOn, push_on
 from .readonly import ReadOnlyAdmin
 
 #: Never shown, never editable: encrypted, but nobody's business in the admin.
@@ -188,7 +189,9 @@ class TaskLinkMixin:
 
 
 @admin.register(PushConfig)
-class PushConfigAdmin(TaskLinkMixin, admin.ModelAdmin):
+class PushConfigAdmin(ListedWhenOn, TaskLinkMixin, admin.ModelAdmin):
+    feature_on = staticmethod(push_on)
+
     list_display = (
         "config_id",
         "task_column",
@@ -321,8 +324,10 @@ class ConfigFilter(admin.SimpleListFilter):
 
 
 @admin.register(PushDelivery)
-class PushDeliveryAdmin(TaskLinkMixin, ReadOnlyAdmin):
+class PushDeliveryAdmin(ListedWhenOn, TaskLinkMixin, ReadOnlyAdmin):
     """The delivery log across Tasks, newest first; failing ones by default."""
+
+    feature_on = staticmethod(push_on)
 
     list_display = (
         "at",

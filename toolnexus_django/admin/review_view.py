@@ -25,6 +25,7 @@ from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.translation import gettext
 from django.views import View
@@ -177,7 +178,14 @@ class ReviewView(QueuePage):
             said = gettext(
                 "Answered “%(prompt)s” (%(decision)s); the task resumes in the background."
             )
-        self.say(request, said % shown, messages.SUCCESS)
+        # The link leads to the Task's page, where its answer appears once the run ends.
+        linked = format_html(
+            '{} <a href="{}" class="tnx-task-link">{}</a>',
+            said % shown,
+            self.record_url(obj.pk),
+            gettext("Follow the task to its answer"),
+        )
+        self.say(request, linked, messages.SUCCESS)
         if request.POST.get("_next") == "1":
             found = next_task_id(request, after=obj.pk)
             if found is not None:

@@ -1,4 +1,5 @@
-"""Every Task, read-only: the stored Task page and its timeline."""
+"""Every Task, read-only: the stored Task page — what it came to first
+(:mod:`.outcome`), then its fields, its timeline and, folded, its JSON."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from .. import lifecycle
 from ..models import TaskRecord, TaskState
 from ..review.reviewers import is_reviewer
 from .display import owner_label, task_of, timeline
+from .outcome import task_outcome
 from .push import can_view_push, task_section
 
 
@@ -44,7 +46,6 @@ class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
     readonly_fields = (
         "id",
         "state",
-        "review_link",
         "context_id",
         "owner_name",
         "created_at",
@@ -59,8 +60,8 @@ class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
         (
             None,
             {
-                "fields": ("id", "state", "review_link", "context_id", "owner_name",
-                           "created_at", "updated_at"),
+                "fields": ("id", "state", "context_id", "owner_name", "created_at",
+                           "updated_at"),
                 "description": _(
                     "A task is one request a peer sent to the agent. Its state is A2A's; "
                     "the context id groups the tasks of one conversation; the owner is the "
@@ -88,6 +89,8 @@ class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
         (
             _("Stored data"),
             {
+                # Folded (a <details>): the summary above says what matters.
+                "classes": ("collapse",),
                 "fields": ("task_json", "private_json"),
                 "description": _(
                     "The task exactly as peers read it, and the server-side part (the "
@@ -102,9 +105,23 @@ class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
             return self.fieldsets
         return [fs for fs in self.fieldsets if "push_notifications" not in fs[1]["fields"]]
 
-    @admin.display(description=_("human review"))
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> HttpResponse:
+        if obj is not None:
+            outcome = {"outcome": task_outcome(obj), "review_link": self.review_link(obj)}
+            context = {**context, **outcome}
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
     def review_link(self, obj: TaskRecord) -> str:
-        """Where a person answers (or answered) what the run asked."""
+        """Where a person answers (or answered) what the run asked ("" if
+        it never asked anyone)."""
         url = reverse(
             f"{self.admin_site.name}:toolnexus_django_awaitinghumantask_review",
             args=[quote(obj.pk)],
@@ -115,7 +132,7 @@ class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
             return format_html(
                 '<a href="{}">{}</a>', url, gettext("Read its review: what was asked and decided")
             )
-        return gettext("None: this task never stopped to ask a person.")
+        return ""
 
     @admin.display(description=_("owner"), ordering="owner")
     def owner_name(self, obj: TaskRecord) -> str:

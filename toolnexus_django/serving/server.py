@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import FieldError, ImproperlyConfigured
 from django.db import connections
 from django.urls import NoReverseMatch, reverse
 from gunicorn.app.base import BaseApplication
@@ -91,6 +91,43 @@ def served_endpoint_url(base_url: str) -> str:
         return base_url.rstrip("/") + reverse("toolnexus_django:rpc")
     except NoReverseMatch:
         return ""
+
+
+def admin_url(base_url: str) -> str | None:
+    """The Django admin's URL on this server (``None`` when the admin is not
+    installed, or not in the URLconf)."""
+    from django.apps import apps
+
+    if not apps.is_installed("django.contrib.admin"):
+        return None
+    try:
+        return base_url.rstrip("/") + reverse("admin:index")
+    except NoReverseMatch:
+        return None
+
+
+#: What the banner says when nobody can sign in to the admin yet.
+CREATESUPERUSER_HINT = (
+    "No superuser yet; to sign in to the admin, create one: python manage.py createsuperuser"
+)
+
+
+def superuser_hint() -> str | None:
+    """:data:`CREATESUPERUSER_HINT` when the user model has no active
+    superuser; ``None`` when it has one, or when the database cannot say (not
+    migrated, unreachable; a user model without ``is_superuser``): the server
+    starts either way."""
+    from django.contrib.auth import get_user_model
+    from django.db import DatabaseError
+
+    try:
+        users = get_user_model()._default_manager
+        if users.filter(is_superuser=True, is_active=True).exists():
+            return None
+    except (DatabaseError, FieldError, ImproperlyConfigured) as e:
+        logger.debug("could not look for a superuser: %s", e)
+        return None
+    return CREATESUPERUSER_HINT
 
 
 def grpc_address(value: str) -> tuple[str, int, str]:

@@ -23,6 +23,7 @@ from ...conf import import_path, toolnexus_settings
 from ...runtime import dbthreads, grace_seconds
 from ...serving.server import (
     ServeOptions,
+    admin_url,
     agent_card_url,
     check_bindable,
     describe_fulfilment,
@@ -31,6 +32,7 @@ from ...serving.server import (
     grpc_address,
     parse_addrport,
     serve,
+    superuser_hint,
 )
 
 
@@ -78,6 +80,8 @@ def _seconds(value: str) -> float:
 
 class Command(BaseCommand):
     serving_static = False
+    #: The createsuperuser hint, when the admin is served and nobody can sign in.
+    admin_hint: str | None = None
 
     help = (
         "Serve the project (ASGI: uvicorn workers under gunicorn's master) and run the "
@@ -150,6 +154,8 @@ class Command(BaseCommand):
             self.check_migrations()
         except DatabaseError as e:  # the store may not even use the database
             self.stderr.write(f"Could not check migrations: {e}")
+        # Read here, not in the banner: the database is closed before the fork.
+        self.admin_hint = superuser_hint() if admin_url(opts.base_url) else None
         # Nothing opened in this (master) process may leak into the workers.
         connections.close_all()
 
@@ -192,6 +198,11 @@ class Command(BaseCommand):
                 "No Agent Card: toolnexus_django's URLs are not in ROOT_URLCONF "
                 '(add path("agent/", include("toolnexus_django.urls"))).'
             )
+        admin = admin_url(opts.base_url)
+        if admin:
+            self.stdout.write(f"Admin: {admin}")
+            if self.admin_hint:
+                self.stdout.write(self.admin_hint)
         if opts.grpc_address:
             self.stdout.write(f"gRPC: {opts.grpc_address} (A2A v1.0, in every worker)")
         self.stdout.write(f"Model: {describe_model()}")

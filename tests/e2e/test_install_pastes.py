@@ -245,7 +245,7 @@ def test_the_readme_install_pastes_into_a_fresh_startproject(tmp_path: Path) -> 
                 "/admin/login/?next=/admin/",
                 {"username": "rita", "password": "rita-pw", "next": "/admin/"},
             )
-            assert "Tasks awaiting a human" in reviewer.get("/admin/")
+            assert "Awaiting a human" in reviewer.get("/admin/")
             review = f"/admin/toolnexus_django/awaitinghumantask/{submitted['id']}/review/"
             page = reviewer.get(review)
             assert "Approve an expense claim of 80.00" in page

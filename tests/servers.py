@@ -8,7 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +124,41 @@ def serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Iter
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+@contextmanager
+def server_group(
+    argv: Sequence[str], cwd: Path, log: Path, env: dict[str, str], port: int
+) -> Iterator[Served]:
+    """``argv`` (a server listening on ``port``) in its own process group,
+    output to ``log``; stopped, workers and all, whatever happens."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: killpg reaches the workers
+        )
+    server = Served(proc, log, f"http://127.0.0.1:{port}")
+    try:
+        yield server
+    except BaseException:
+        print(f"--- server output ({log}) ---\n{server.output()}")
+        raise
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        try:  # workers left behind by a master that died
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def fake_env(fake: FakeLLM) -> dict[str, str]:

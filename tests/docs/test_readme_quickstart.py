@@ -22,11 +22,10 @@ from tests.docs.test_readme_blocks import FIRST_APPROVAL, QUICK_START, blocks, s
 from tests.e2e.test_install_pastes import (
     child_env,
     copy_checkout,
-    process_group,
     sh,
     with_port,
 )
-from tests.servers import free_port
+from tests.servers import free_port, server_group
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +47,7 @@ def test_a_newcomer_reaches_an_approved_completed_task_by_following_the_readme(
     env = child_env()
     port = free_port()
     argv = ["bash", "-e", "-c", with_port(serve_block.text, port)]
-    with process_group(argv, checkout, tmp_path / "serve.log", env, port) as server:
+    with server_group(argv, checkout, tmp_path / "serve.log", env, port) as server:
         server.wait_ready(timeout=300)  # pip install and migrate come first
 
         people = sh(people_block.text, checkout, env)

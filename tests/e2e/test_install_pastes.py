@@ -19,12 +19,11 @@ import http.cookiejar
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,7 +32,7 @@ import pytest
 from tests.conftest import RpcClient
 from tests.docs.test_readme_blocks import INSTALL, ROOT, blocks
 from tests.fakes import FakeLLM, Text, ToolCall
-from tests.servers import Served, free_port
+from tests.servers import Served, free_port, server_group
 
 pytestmark = pytest.mark.slow
 
@@ -108,46 +107,11 @@ def run(site: Path, *args: str, env: dict[str, str]) -> str:
 
 
 @contextmanager
-def process_group(
-    argv: Sequence[str], cwd: Path, log: Path, env: dict[str, str], port: int
-) -> Iterator[Served]:
-    """``argv`` (a server listening on ``port``) in its own process group,
-    output to ``log``; stopped, workers and all, whatever happens."""
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: killpg reaches the workers
-        )
-    server = Served(proc, log, f"http://127.0.0.1:{port}")
-    try:
-        yield server
-    except BaseException:
-        print(f"--- server output ({log}) ---\n{server.output()}")
-        raise
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-        try:  # workers left behind by a master that died
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-@contextmanager
 def served(site: Path, log: Path, env: dict[str, str]) -> Iterator[Served]:
     """``manage.py toolnexus_serve 127.0.0.1:<free port>`` in ``site`` with this Python."""
     port = free_port()
     argv = [sys.executable, "manage.py", "toolnexus_serve", f"127.0.0.1:{port}"]
-    with process_group(argv, site, log, env, port) as server:
+    with server_group(argv, site, log, env, port) as server:
         yield server
 
 
@@ -228,7 +192,7 @@ def test_the_readme_install_pastes_into_a_fresh_startproject(tmp_path: Path) -> 
         port = free_port()
         script = with_port(then, port)
         argv = ["bash", "-e", "-c", script]
-        with process_group(
+        with server_group(
             argv, site, tmp_path / "serve.log", {**env, "OPENAI_BASE_URL": fake.url}, port
         ) as server:
             card = server.wait_ready(timeout=120)  # after migrate and createsuperuser

@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
 import subprocess
 import sys
 import tarfile
@@ -33,7 +32,7 @@ from toolnexus import sanitize
 
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Text
-from tests.servers import Served, free_port
+from tests.servers import Served, free_port, server_group
 
 pytestmark = pytest.mark.slow
 
@@ -290,34 +289,9 @@ def serving(site: Site, fake_llm_env: dict[str, str], tmp_path: Path) -> Iterato
     (its whole process group) whatever happens."""
     run([site.python, "manage.py", "migrate"], cwd=site.dir, env=fake_llm_env)
     port = free_port()
-    log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [site.python, "manage.py", "toolnexus_serve", f"127.0.0.1:{port}", "--workers", "1"],
-            cwd=site.dir,
-            env=fake_llm_env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: killpg reaches the worker
-        )
-    server = Served(proc, log, f"http://127.0.0.1:{port}")
-    try:
+    argv = [site.python, "manage.py", "toolnexus_serve", f"127.0.0.1:{port}", "--workers", "1"]
+    with server_group(argv, site.dir, tmp_path / "serve.log", fake_llm_env, port) as server:
         yield server
-    except BaseException:
-        print(f"--- toolnexus_serve output ({log}) ---\n{server.output()}")
-        raise
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-        try:  # a worker left behind by a master that died
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 @pytest.fixture

@@ -24,7 +24,8 @@ from tests.conftest import RpcClient
 from tests.corpus.model_answers import BAD_ANSWERS, PYTHON_TEXT, BadAnswer
 from tests.fakes import Fail, FakeLLM, Raw, Text
 from tests.utils import events_of
-from toolnexus_django.agent.transport import ModelAnswerTooLarge, read_bounded
+from toolnexus_django.agent.modelanswer import ModelAnswerTooLarge
+from toolnexus_django.agent.transport import read_bounded
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

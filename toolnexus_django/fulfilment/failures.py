@@ -42,9 +42,9 @@ import toolnexus
 from django.core.exceptions import ImproperlyConfigured
 from toolnexus.client import ProviderError
 
+from ..agent.modelanswer import ModelAnswerError
 from ..agent.replay import ResumeError
 from ..agent.runtime import RunDeadlineExceeded
-from ..agent.transport import ModelAnswerError
 
 #: The longest exception text kept for operators (the event's private detail).
 MAX_CAUSE_CHARS = 2000

@@ -1,4 +1,5 @@
-"""Database rows for the ``django`` task store."""
+"""A Task's rows: the Task, its events, its conversation, and the admin's
+views of them (the review queue, the decisions)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from .stores.base import AWAITING_HUMAN_STATES, DECISION_KINDS, TERMINAL_STATES
-from .strictjson import StorageJSONEncoder
+from ..stores.base import AWAITING_HUMAN_STATES, DECISION_KINDS, TERMINAL_STATES
+from ..strictjson import StorageJSONEncoder
 
 
 class TaskState(models.TextChoices):
@@ -193,90 +194,6 @@ class TaskEvent(models.Model):
         return f"{self.task_id} #{self.seq} {self.kind}"
 
 
-class PushConfig(models.Model):
-    """Where to push a Task's events (A2A push notifications): one of the
-    Task's configs, owned as the Task is. Delivery follows the Task's event
-    log from ``delivered_seq`` on, in order (:mod:`toolnexus_django.push`)."""
-
-    task = models.ForeignKey(
-        TaskRecord, verbose_name=_("task"), on_delete=models.CASCADE, related_name="push_configs"
-    )
-    #: The config's id within its Task (the client's, or a generated one).
-    config_id = models.CharField(_("config id"), max_length=255)
-    owner = models.CharField(_("owner"), max_length=255, blank=True, default="")
-    #: The dialect the notifications are rendered in: "1.0", "0.3" or "toolnexus".
-    dialect = models.CharField(_("dialect"), max_length=16, default="1.0")
-    url = models.CharField(_("URL"), max_length=2048)
-    #: Encrypted at rest (push.secrets): the token and the scheme's credentials.
-    token = models.TextField(_("token (encrypted)"), blank=True, default="")
-    auth_scheme = models.CharField(
-        _("authentication scheme"), max_length=32, blank=True, default=""
-    )
-    credentials = models.TextField(_("credentials (encrypted)"), blank=True, default="")
-    #: The last event delivered (or given up on); the next one is delivered next.
-    delivered_seq = models.PositiveIntegerField(_("delivered up to event"), default=0)
-    #: Consecutive failed attempts of the event being delivered.
-    failures = models.PositiveIntegerField(_("failed attempts"), default=0)
-    next_attempt_at = models.DateTimeField(_("next attempt"), null=True, blank=True)
-    disabled_at = models.DateTimeField(_("disabled"), null=True, blank=True)
-    disabled_reason = models.TextField(_("why disabled"), blank=True, default="")
-    lease_owner = models.CharField(_("delivered by"), max_length=255, blank=True, default="")
-    lease_until = models.DateTimeField(_("delivery lease until"), null=True, blank=True)
-    created_at = models.DateTimeField(_("created"), auto_now_add=True)
-    updated_at = models.DateTimeField(_("updated"), auto_now=True)
-
-    class Meta:
-        verbose_name = _("push notification config")
-        verbose_name_plural = _("push notification configs")
-        ordering = ("task", "created_at", "id")
-        constraints = [
-            models.UniqueConstraint(fields=["task", "config_id"], name="tnx_push_task_config"),
-        ]
-        indexes = [
-            # The sweep's question: which enabled configs are due?
-            models.Index(fields=["disabled_at", "next_attempt_at"], name="tnx_push_due"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.task_id} -> {self.url}"
-
-
-class PushDelivery(models.Model):
-    """One attempt to deliver one notification (the delivery log)."""
-
-    class Outcome(models.TextChoices):
-        DELIVERED = "delivered", _("delivered")
-        RETRY = "retry", _("failed; will retry")
-        GAVE_UP = "gave-up", _("refused by the receiver; skipped")
-        REFUSED = "refused", _("URL refused (not allowed)")
-        DISABLED = "disabled", _("failed; config disabled")
-
-    config = models.ForeignKey(
-        PushConfig, verbose_name=_("config"), on_delete=models.CASCADE, related_name="deliveries"
-    )
-    seq = models.PositiveIntegerField(_("event"))
-    #: The notification's id (X-A2A-Notification-Id): the SSE id of what it carries.
-    notification_id = models.CharField(_("notification id"), max_length=64)
-    attempt = models.PositiveIntegerField(_("attempt"), default=1)
-    at = models.DateTimeField(_("at"), auto_now_add=True)
-    outcome = models.CharField(_("outcome"), max_length=16, choices=Outcome.choices)
-    status_code = models.PositiveIntegerField(_("HTTP status"), null=True, blank=True)
-    error = models.TextField(_("error"), blank=True, default="")
-    next_attempt_at = models.DateTimeField(_("next attempt"), null=True, blank=True)
-
-    class Meta:
-        verbose_name = _("push delivery")
-        verbose_name_plural = _("push deliveries")
-        ordering = ("-at", "-id")
-        indexes = [
-            models.Index(fields=["config", "-at"], name="tnx_push_delivery_config"),
-            models.Index(fields=["outcome", "-at"], name="tnx_push_delivery_outcome"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.notification_id} #{self.attempt} {self.outcome}"
-
-
 class Conversation(models.Model):
     """The transcript of one A2A conversation of one owner, so an agent
     remembers earlier turns across restarts and processes. ``key`` is
@@ -336,51 +253,3 @@ class TaskDecision(TaskEvent):
         verbose_name = _("review decision")
         verbose_name_plural = _("review decisions")
         ordering = ("-at", "-id")
-
-
-class McpCall(models.Model):
-    """One ``tools/call`` at the MCP endpoint (``<prefix>/mcp``): who called
-    which tool, a digest of the arguments (never the arguments), how long it
-    took and how it ended. Written by :mod:`toolnexus_django.mcp.audit`."""
-
-    class Outcome(models.TextChoices):
-        OK = "ok", _("ok")
-        ERROR = "error", _("error")
-
-    class Reason(models.TextChoices):
-        NONE = "", _("-")
-        TOOL_ERROR = "tool-error", _("the tool reported an error")
-        UNKNOWN_TOOL = "unknown-tool", _("no such tool")
-        PENDING = "pending", _("needs a person (pending Request)")
-        TIMEOUT = "timeout", _("timed out")
-        BUSY = "busy", _("too many calls at once")
-        INTERNAL = "internal", _("internal error")
-
-    at = models.DateTimeField(_("at"))
-    #: The caller's primary key as text; "" for anonymous callers.
-    caller = models.CharField(_("caller"), max_length=255, blank=True, default="")
-    caller_name = models.CharField(_("caller name"), max_length=255, blank=True, default="")
-    tool = models.CharField(_("tool"), max_length=255)
-    #: SHA-256 of the arguments as canonical JSON (sorted keys, no spaces).
-    arguments_digest = models.CharField(_("arguments digest"), max_length=64)
-    duration_ms = models.FloatField(_("duration (ms)"))
-    outcome = models.CharField(_("outcome"), max_length=8, choices=Outcome.choices)
-    reason = models.CharField(
-        _("reason"), max_length=16, choices=Reason.choices, blank=True, default=""
-    )
-    #: The pending Request's id, when the tool suspended.
-    request_id = models.CharField(_("request id"), max_length=255, blank=True, default="")
-
-    class Meta:
-        verbose_name = _("MCP call")
-        verbose_name_plural = _("MCP calls")
-        ordering = ("-at", "-id")
-        indexes = [
-            models.Index(fields=["-at"], name="tnx_mcp_call_at"),
-            models.Index(fields=["outcome", "-at"], name="tnx_mcp_call_outcome"),
-            models.Index(fields=["tool", "-at"], name="tnx_mcp_call_tool"),
-            models.Index(fields=["caller", "-at"], name="tnx_mcp_call_caller"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.tool} {self.outcome} at {self.at:%Y-%m-%d %H:%M:%S}"

@@ -1,0 +1,38 @@
+"""The app's database rows, one module per part: a Task's (:mod:`.tasks`),
+push notifications' (:mod:`.push`) and the MCP audit's (:mod:`.mcp`)."""
+
+# The state sets, importable from here as when this was one module.
+from ..stores.base import AWAITING_HUMAN_STATES, DECISION_KINDS, TERMINAL_STATES
+from .mcp import McpCall
+from .push import PushConfig, PushDelivery
+from .tasks import (
+    AwaitingHumanManager,
+    AwaitingHumanTask,
+    Conversation,
+    DecisionManager,
+    NulSafeJSONEncoder,
+    TaskDecision,
+    TaskEvent,
+    TaskRecord,
+    TaskRecordQuerySet,
+    TaskState,
+)
+
+__all__ = [
+    "AWAITING_HUMAN_STATES",
+    "DECISION_KINDS",
+    "TERMINAL_STATES",
+    "AwaitingHumanManager",
+    "AwaitingHumanTask",
+    "Conversation",
+    "DecisionManager",
+    "McpCall",
+    "NulSafeJSONEncoder",
+    "PushConfig",
+    "PushDelivery",
+    "TaskDecision",
+    "TaskEvent",
+    "TaskRecord",
+    "TaskRecordQuerySet",
+    "TaskState",
+]

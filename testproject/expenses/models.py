@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 COST_CENTERS = ["travel", "equipment", "training", "other"]
+#: The amounts a claim may have: a cent at least, and what ``amount``'s
+#: ``max_digits=10, decimal_places=2`` holds at most (a larger one would be
+#: stored by SQLite and break every page that reads it back).
+MIN_AMOUNT = Decimal("0.01")
+MAX_AMOUNT = Decimal("99999999.99")
 
 
 class Expense(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="expenses"
     )
-    amount = models.DecimalField(max_digits=10, decimal_places=2)
+    amount = models.DecimalField(
+        max_digits=10,
+        decimal_places=2,
+        validators=[MinValueValidator(MIN_AMOUNT), MaxValueValidator(MAX_AMOUNT)],
+    )
     description = models.CharField(max_length=200)
     cost_center = models.CharField(
         max_length=20, choices=[(c, c.title()) for c in COST_CENTERS], default="other"

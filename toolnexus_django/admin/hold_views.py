@@ -31,6 +31,8 @@ class HoldMove(QueuePage):
         if not is_reviewer(request.user):
             raise PermissionDenied
         task_id = unquote(object_id)
+        if self.visible_record(request, task_id) is None:
+            return self.no_task(request, task_id)
         try:
             task, decision, said = self.make(request, task_id)
         except lifecycle.AnswerRefused as refused:

@@ -1,9 +1,8 @@
 """Push notifications in the admin: each Task's configs and recent deliveries
 (a section of the Task's page), every config across Tasks with a "Retry now"
-action, and the delivery log across Tasks, failing deliveries first.
-
-Tokens and credentials are never shown nor editable: the config pages leave
-those fields out, and the Task's section reads only the columns it shows."""
+action, and the delivery log across Tasks, failing deliveries first. Tokens
+and credentials are never shown nor editable: the config pages leave those
+fields out, and the Task's section reads only the columns it shows."""
 
 from __future__ import annotations
 
@@ -28,6 +27,7 @@ from ..models import PushConfig, PushDelivery, TaskRecord
 from ..push import delivery
 from ..push.locks import lock_configs
 from .features import ListedWhenOn, push_on
+from .objectpages import ObjectPagesMixin
 from .readonly import ReadOnlyAdmin
 
 #: Never shown, never editable: encrypted, but nobody's business in the admin.
@@ -189,7 +189,7 @@ class TaskLinkMixin:
 
 
 @admin.register(PushConfig)
-class PushConfigAdmin(ListedWhenOn, TaskLinkMixin, admin.ModelAdmin):
+class PushConfigAdmin(ObjectPagesMixin, ListedWhenOn, TaskLinkMixin, admin.ModelAdmin):
     feature_on = staticmethod(push_on)
 
     list_display = (

@@ -1,5 +1,6 @@
 """Admin pages of records only the app writes (the queue, decisions,
-deliveries, MCP calls): nobody adds, edits or deletes them here."""
+deliveries, MCP calls): nobody adds, edits or deletes them here. Their object
+pages are guarded as all of the app's are (:mod:`.objectpages`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from .objectpages import ObjectPagesMixin
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+
+class ReadOnlyAdmin(ObjectPagesMixin, admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 

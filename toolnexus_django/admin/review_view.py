@@ -82,17 +82,27 @@ class QueuePage(View):
     def say(self, request: HttpRequest, message: str, level: int) -> None:
         self.queue.message_user(request, message, level)
 
+    def visible_record(self, request: HttpRequest, task_id: str) -> TaskRecord | None:
+        """The stored Task, in any state, if this user may see it: a queue
+        that scopes Tasks by object hides the others as if they were none."""
+        obj = TaskRecord.objects.filter(pk=task_id).select_related("owner").first()
+        return obj if obj is not None and self.queue.has_view_permission(request, obj) else None
+
+    def no_task(self, request: HttpRequest, task_id: str) -> HttpResponse:
+        """The one answer for an id that names no Task this user may see."""
+        said = gettext("There is no task with id “%(id)s”.")
+        self.say(request, said % {"id": Truncator(task_id).chars(100)}, messages.WARNING)
+        return HttpResponseRedirect(self.queue_url())
+
 
 class ReviewView(QueuePage):
     template_name = "admin/toolnexus_django/review.html"
 
     def get(self, request: HttpRequest, object_id: str) -> HttpResponse:
         task_id = unquote(object_id)
-        obj = self.queue.get_object(request, task_id)
+        obj = self.queue.get_object(request, task_id)  # None: not waiting, or not theirs to see
         if obj is None:
             return self.gone(request, task_id)
-        if not self.queue.has_view_permission(request, obj):
-            raise PermissionDenied
         private = lifecycle.read(DjangoTaskStore.task_of(obj))
         return self.render(request, obj, answer_forms(private))
 
@@ -126,10 +136,9 @@ class ReviewView(QueuePage):
         request_id = request.POST.get("request_id")
         if action not in FORM_DECISIONS or not request_id:
             return HttpResponseBadRequest("The form does not say what it answers.")
-        obj = TaskRecord.objects.filter(pk=task_id).select_related("owner").first()
+        obj = self.visible_record(request, task_id)
         if obj is None:
-            self.say(request, gettext("Task not found."), messages.ERROR)
-            return HttpResponseRedirect(self.queue_url())
+            return self.no_task(request, task_id)
         task = DjangoTaskStore.task_of(obj)
         private = lifecycle.read(task)
         if obj.state not in WAITING or (private.pending or {}).get("id") != request_id:
@@ -230,11 +239,9 @@ class ReviewView(QueuePage):
     def gone(self, request: HttpRequest, task_id: str) -> HttpResponse:
         """GET for a Task that no longer waits: its review read-only, if it had
         one; the stored Task otherwise."""
-        obj = TaskRecord.objects.filter(pk=task_id).select_related("owner").first()
+        obj = self.visible_record(request, task_id)
         if obj is None:
-            said = gettext("There is no task with id “%(id)s”.")
-            self.say(request, said % {"id": Truncator(task_id).chars(100)}, messages.WARNING)
-            return HttpResponseRedirect(self.queue_url())
+            return self.no_task(request, task_id)
         if was_reviewed(obj) and self.queue.has_view_permission(request):
             return self.render(request, obj, {})
         said = gettext("This task is %(state)s: it is not waiting for a person any more.")

@@ -34,6 +34,7 @@ from ..compat import (
     task_finished,
     task_started,
 )
+from ..runtime.outages import log_exception
 from ..runtime.threads import DaemonThreadPool
 
 logger = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ class InProcessBackend(BaseTaskBackend):
             try:
                 value = result.task.call(*result.args, **result.kwargs)
             except BaseException as exc:
-                logger.exception("Task %s (%s) raised", result.id, result.task.name)
+                log_exception(logger, "Task %s (%s) raised", result.id, result.task.name, exc=exc)
                 result.errors.append(
                     TaskError(exception_class_path=_path(type(exc)), traceback=_tb(exc))
                 )

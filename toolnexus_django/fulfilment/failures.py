@@ -45,6 +45,7 @@ from toolnexus.client import ProviderError
 from ..agent.modelanswer import ModelAnswerError
 from ..agent.replay import ResumeError
 from ..agent.runtime import RunDeadlineExceeded
+from ..runtime.outages import log_exception
 
 #: The longest exception text kept for operators (the event's private detail).
 MAX_CAUSE_CHARS = 2000
@@ -82,14 +83,16 @@ def failure_of(exc: BaseException, *, what: str | None = None) -> Failure:
 
 def log_failure(logger: logging.Logger, task_id: str, failure: Failure, exc: BaseException) -> None:
     """The log line the reference finds: the words, and the exception with
-    its traceback (an ERROR for an internal one, else a WARNING)."""
-    logger.log(
-        logging.WARNING if failure.known else logging.ERROR,
+    its traceback (an ERROR for an internal one, else a WARNING) — or, for a
+    database that is down, the error's first line."""
+    log_exception(
+        logger,
         "Task %s: %s [reference %s]",
         task_id,
         failure.reason,
         failure.reference,
-        exc_info=(type(exc), exc, exc.__traceback__),
+        level=logging.WARNING if failure.known else logging.ERROR,
+        exc=exc,
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import functools
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,9 +22,12 @@ from django.db import transaction
 
 from ..compat import InvalidTaskBackendError, Task, task
 from ..conf import toolnexus_settings
+from ..runtime.outages import database_down, log_exception
 from ..stores import DjangoTaskStore, TaskStore, get_task_store
 from . import runner
 from .runs import runs
+
+logger = logging.getLogger("toolnexus_django.fulfilment")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,13 +61,31 @@ def job(func: Callable[..., str]) -> Any:
 @job
 def fulfil(task_id: str) -> str:
     """Run one submitted Task to completed / failed / input-required."""
-    return runner.run_fulfilment(task_id)
+    return _unless_database_down(runner.run_fulfilment, task_id)
 
 
 @job
 def resume(task_id: str) -> str:
     """Continue one answered Task from where its run stopped."""
-    return runner.run_resume(task_id)
+    return _unless_database_down(runner.run_resume, task_id)
+
+
+#: What a job returns when the database was down: the Task is where it was.
+LEFT_TO_RECOVERY = "left to recovery"
+
+
+def _unless_database_down(run: Callable[[str], str], task_id: str) -> str:
+    """``run(task_id)`` in a worker; a database that is down is a line in the
+    log, not a failed job whose traceback the worker logs: the Task stays
+    where it is (submitted, answered, or working until its lease lapses) and
+    the sweep's recovery enqueues it again once the database is back."""
+    try:
+        return run(task_id)
+    except Exception as exc:
+        if database_down(exc) is None:
+            raise
+        log_exception(logger, "Task %s: not run, left to recovery", task_id, exc=exc)
+        return LEFT_TO_RECOVERY
 
 
 # -- enqueueing ----------------------------------------------------------------------

@@ -31,6 +31,7 @@ from django.utils import timezone
 from .. import lifecycle
 from ..agent.runtime import RunHandle
 from ..conf import toolnexus_settings
+from ..runtime.outages import log_exception
 from ..runtime.registry import PerProcess, Stage
 from ..stores import TaskStore
 from ..stores.base import Task, parse_instant, state_of
@@ -85,7 +86,9 @@ class RunningRun:
             try:
                 moved = lifecycle.renew(self.store, self.version)
             except Exception:  # a database hiccup: try again next beat
-                logger.warning("Task %s: lease renewal failed", self.task_id, exc_info=True)
+                log_exception(
+                    logger, "Task %s: lease renewal failed", self.task_id, level=logging.WARNING
+                )
                 return True
             if moved is not None:
                 self.version = moved.task
@@ -168,6 +171,8 @@ class LeaseKeeper:
             close_old_connections()
             try:
                 renew_all(runs)
+            except Exception:  # (stopping a lost run reads its Task): keep renewing the others
+                log_exception(logger, "renewing leases failed")
             finally:
                 close_old_connections()
 
@@ -186,7 +191,7 @@ class LeaseKeeper:
                 try:
                     moved = lifecycle.release(run.store, run.version)
                 except Exception:
-                    logger.exception("Task %s: could not be released", run.task_id)
+                    log_exception(logger, "Task %s: could not be released", run.task_id)
                     continue
                 run.lost = True
             run.handle.cancel()
@@ -231,13 +236,15 @@ def renew_all(runs: list[RunningRun]) -> None:
                 try:
                     run.renew()
                 except Exception:  # one bad renewal must not stop the others
-                    logger.exception("Task %s: lease renewal failed", run.task_id)
+                    log_exception(logger, "Task %s: lease renewal failed", run.task_id)
             continue
         until = timezone.now() + timedelta(seconds=lease_seconds())
         try:
             renewed = batch(worker_id(), [run.task_id for run in group], until)
         except Exception:  # a database hiccup: try again next beat
-            logger.warning("lease renewal of %d run(s) failed", len(group), exc_info=True)
+            log_exception(
+                logger, "lease renewal of %d run(s) failed", len(group), level=logging.WARNING
+            )
             continue
         for run in group:
             if run.task_id in renewed:

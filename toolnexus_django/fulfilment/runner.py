@@ -32,6 +32,7 @@ from ..agent.runtime import RunHandle, get_runtime
 from ..agent.transcript import halted_tool
 from ..conf import toolnexus_settings
 from ..lifecycle import states
+from ..runtime.outages import log_exception
 from ..signals import awaiting_human, run_finished
 from ..stores import TaskStore, get_task_store
 from ..stores.base import Task, state_of
@@ -208,7 +209,7 @@ def remember(task: Task, result: Any) -> None:
             get_conversation_store(), owner, task.get("contextId"), result.messages
         )
     except Exception:  # memory is a convenience: never fail a finished Task over it
-        logger.exception("Task %s: saving the conversation failed", task["id"])
+        log_exception(logger, "Task %s: saving the conversation failed", task["id"])
 
 
 # -- from a Django Tasks worker --------------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import Any
 from ..agent.runtime import get_runtime
 from ..conf import toolnexus_settings
 from ..runtime.dbthreads import run_sync
+from ..runtime.outages import log_exception
 from ..runtime.registry import PerProcess, Stage
 from ..stores import TaskStore
 
@@ -86,8 +87,8 @@ class Runs:
             queued.started = True
             try:
                 return await run(queued.task_id, store, run_sync)
-            except Exception:
-                logger.exception("Task %s: the run raised", queued.task_id)
+            except Exception:  # a database that is down: one line (recovery runs it again)
+                log_exception(logger, "Task %s: the run raised", queued.task_id)
                 return "error"
 
     # -- looking on ----------------------------------------------------------------------

@@ -16,12 +16,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from django.db import InterfaceError, OperationalError, close_old_connections
+from django.db import close_old_connections
 from django.utils import timezone
 from toolnexus import Answer
 
 from .. import lifecycle
 from ..conf import toolnexus_settings
+from ..runtime.outages import log_exception
 from ..runtime.registry import PerProcess, Stage
 from ..signals import task_answered
 from ..stores import TaskStore, get_task_store
@@ -73,7 +74,7 @@ def sweep_once() -> dict[str, Any]:
         try:
             done.update(extra())
         except Exception:  # one failing sweep must not stop the others
-            logger.exception("sweep %s failed", getattr(extra, "__qualname__", extra))
+            log_exception(logger, "sweep %s failed", getattr(extra, "__qualname__", extra))
     return done
 
 
@@ -98,10 +99,8 @@ class Housekeeper:
             close_old_connections()
             try:
                 sweep_once()
-            except (OperationalError, InterfaceError) as exc:
-                logger.warning("sweep skipped: database unreachable (%s)", str(exc).strip()[:200])
-            except Exception:  # a bad sweep must not end the sweeping
-                logger.exception("sweep failed")
+            except Exception:  # a bad sweep (or the database down) must not end the sweeping
+                log_exception(logger, "sweep failed")
             finally:
                 close_old_connections()
             self.stopped.wait(self.interval)

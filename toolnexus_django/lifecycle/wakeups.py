@@ -27,6 +27,7 @@ from typing import Any
 from django.db import connections
 
 from ..conf import toolnexus_settings
+from ..runtime.outages import log_exception
 from ..runtime.registry import PerProcess
 from ..stores import TaskStore
 from ..stores.base import Task
@@ -213,7 +214,7 @@ class Hub:
                     if not self.beat():
                         return
                 except Exception:  # a database hiccup: try again next beat, connected anew
-                    logger.warning("polling for task events failed", exc_info=True)
+                    log_exception(logger, "polling for task events failed", level=logging.WARNING)
                     connections.close_all()
         finally:
             connections.close_all()

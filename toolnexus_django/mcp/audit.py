@@ -14,6 +14,7 @@ from typing import Any
 
 from ..conf import toolnexus_settings
 from ..runtime.dbthreads import run_sync
+from ..runtime.outages import log_exception
 from ..signals import mcp_called
 
 logger = logging.getLogger("toolnexus_django.mcp")
@@ -71,7 +72,7 @@ def store(calls: list[CallRecord]) -> None:
             made = McpCall.objects.bulk_create(McpCall(**asdict(c)) for c in calls)
             rows = list(made)
         except Exception:
-            logger.exception("recording %d MCP call(s) failed", len(calls))
+            log_exception(logger, "recording %d MCP call(s) failed", len(calls))
     for call, row in zip(calls, rows, strict=True):
         responses = mcp_called.send_robust(sender=McpCall, call=asdict(call), record=row)
         for receiver, response in responses:

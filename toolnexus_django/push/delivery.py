@@ -38,6 +38,7 @@ from ..a2a.pushconfig import keeps_configs
 from ..conf import toolnexus_settings
 from ..fulfilment.jobs import job
 from ..lifecycle.events import Event
+from ..runtime.outages import log_exception
 from ..runtime.registry import PerProcess, Stage
 from ..runtime.threads import DaemonThreadPool
 from ..stores import DjangoTaskStore, TaskStore, get_task_store
@@ -121,9 +122,9 @@ def _run_queued(key: Any, using: str) -> None:
         # A broken connection (a database restart): the next delivery opens anew.
         for conn in connections.all(initialized_only=True):
             conn.close()
-        logger.warning("push delivery of config %s: database unreachable", key, exc_info=True)
+        log_exception(logger, "push delivery of config %s", key, level=logging.WARNING)
     except Exception:
-        logger.exception("push delivery of config %s failed", key)
+        log_exception(logger, "push delivery of config %s failed", key)
     finally:
         with _pool_lock:
             idle = not _queued

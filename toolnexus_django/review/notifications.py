@@ -16,6 +16,7 @@ from django.core.mail import send_mail
 from django.urls import NoReverseMatch, reverse
 
 from ..conf import toolnexus_settings
+from ..runtime.outages import log_exception
 
 logger = logging.getLogger("toolnexus_django.notifications")
 
@@ -55,4 +56,4 @@ def email_reviewers(
     try:
         send_mail(subject, "\n".join(lines), None, recipients)
     except Exception:  # mail trouble must never touch the Task
-        logger.exception("could not e-mail reviewers about task %s", task_id)
+        log_exception(logger, "could not e-mail reviewers about task %s", task_id)

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from .. import lifecycle
 from ..conf import toolnexus_settings
+from ..runtime.outages import log_exception
 from ..signals import review_escalation, review_reminder
 from ..stores import TaskStore, get_task_store
 from ..stores.base import Task, parse_instant, request_expiry
@@ -129,7 +130,7 @@ def _announce(task: Task, kind: str, deadline: datetime) -> None:
     try:
         send_mail(subject, body, None, recipients)
     except Exception:  # mail trouble must never touch the Task
-        logger.exception("could not e-mail the %s of task %s", kind, task_id)
+        log_exception(logger, "could not e-mail the %s of task %s", kind, task_id)
 
 
 def message(

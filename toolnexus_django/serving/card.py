@@ -27,6 +27,7 @@ from rest_framework.views import APIView
 from ..a2a.card import build_card, card_headers, not_modified
 from ..a2a.cardsigning import signed
 from ..runtime.dbthreads import run_sync
+from ..runtime.outages import log_exception
 from ..strictjson import dumps
 from .pipeline import headers_of, respond, respond_json, rpc_authentication_classes
 
@@ -74,7 +75,7 @@ async def serve_card(
         # call the project's hooks.
         body = await run_sync(card_for, scope, rpc_path)
     except Exception:
-        logger.exception("building the Agent Card failed")
+        log_exception(logger, "building the Agent Card failed")
         await respond_json(send, {"detail": "Internal error"}, status=500)
         return
     await respond_card(scope, send, body)

@@ -39,6 +39,7 @@ from ..a2a.methods import Awaiting, CallContext, EventStream
 from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
 from ..conf import toolnexus_settings
 from ..runtime.dbthreads import run_sync
+from ..runtime.outages import log_exception
 from ..runtime.registry import PerProcess
 from ..stores import TaskStore, get_task_store
 from ..strictjson import dumps
@@ -204,8 +205,8 @@ async def serve_rpc(
         await respond_json(send, failure(err.id if err.id is not None else rid, err))
     except AuthenticationRequired:
         await respond(send, *await run_sync(not_authenticated, request))
-    except Exception:
-        logger.exception("JSON-RPC request failed")
+    except Exception:  # a bug (a traceback), or a database that is down (one line)
+        log_exception(logger, "JSON-RPC request failed")
         await respond_json(send, failure(rid, RpcError(INTERNAL_ERROR, "Internal error")))
 
 
@@ -249,7 +250,7 @@ async def serve_rest(
     except AuthenticationRequired:
         await respond(send, *await run_sync(not_authenticated, request))
     except Exception:
-        logger.exception("HTTP+JSON request failed")
+        log_exception(logger, "HTTP+JSON request failed")
         await respond_rest_error(send, RpcError(INTERNAL_ERROR, "Internal error", details=True))
 
 

@@ -33,6 +33,7 @@ from ..a2a.follow import Message
 from ..a2a.jsonrpc import INTERNAL_ERROR, RpcError
 from ..a2a.methods import Envelope, EventStream
 from ..runtime.dbthreads import run_sync
+from ..runtime.outages import log_exception
 from ..strictjson import dumps
 
 logger = logging.getLogger("toolnexus_django.streaming")
@@ -55,7 +56,7 @@ def event(envelope: Envelope, item: Message | None) -> bytes:
 
 def error_event(envelope: Envelope, stream: EventStream, exc: Exception) -> bytes:
     """The ``event: error`` that ends a stream that failed (logged here)."""
-    logger.exception("SSE stream failed")
+    log_exception(logger, "SSE stream failed", exc=exc)
     error = exc if isinstance(exc, RpcError) else RpcError(INTERNAL_ERROR, "Internal error")
     error.details = stream.dialect is Dialect.V10
     return b"event: error\ndata: " + dumps(envelope.error(error)) + b"\n\n"

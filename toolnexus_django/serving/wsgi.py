@@ -39,6 +39,7 @@ from ..a2a.jsonrpc import (
 from ..a2a.methods import Awaiting, CallContext, EventStream
 from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
 from ..keys import jwks
+from ..runtime.outages import log_exception
 from ..stores import TaskStore, get_task_store
 from ..strictjson import dumps
 from .card import card_response, mount_url
@@ -129,7 +130,7 @@ class JsonRpcView(EndpointAccess):
         except AuthenticationRequired:
             raise NotAuthenticated() from None  # DRF answers it: 401 with the challenge
         except Exception:
-            logger.exception("JSON-RPC request failed")
+            log_exception(logger, "JSON-RPC request failed")
             return json_response(failure(rid, RpcError(INTERNAL_ERROR, "Internal error")))
 
 
@@ -185,7 +186,7 @@ class RestView(JsonRpcView):
         except AuthenticationRequired:
             raise NotAuthenticated() from None  # DRF answers it: 401 with the challenge
         except Exception:
-            logger.exception("HTTP+JSON request failed")
+            log_exception(logger, "HTTP+JSON request failed")
             return rest_response(RpcError(INTERNAL_ERROR, "Internal error"))
 
 

@@ -61,6 +61,8 @@ BAD_TOKENS: dict[str, str] = {
     "cursor id of 256 chars": page_token("2026-01-01T00:00:00+00:00", LONG_ID),
     "cursor before year 1 in UTC": page_token("0001-01-01T00:00:00+01:00", "x"),
     "cursor after 9999 in UTC": page_token("9999-12-31T23:59:59-01:00", "x"),
+    # 3,000 nested arrays (4,000 characters): deeper than Python 3.11's json parser goes.
+    "nested past the JSON parser": base64.urlsafe_b64encode(b"[" * 3000).decode(),
 }
 
 BAD_STATUS: dict[str, Any] = {"NUL": "TASK_STATE_\x00", "2**31": 2**31, "NUL alone": "\x00"}

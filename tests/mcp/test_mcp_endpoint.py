@@ -5,6 +5,7 @@ limits, the WSGI view. The real server is tests/mcp/test_mcp_serve.py."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -255,6 +256,26 @@ def test_the_wsgi_view_serves_the_same_endpoint(mcp_on: Any, client: Any) -> Non
     assert reply.json()["result"]["isError"] is True
     assert McpCall.objects.get().reason == "tool-error"
     assert client.get("/agent/mcp").status_code == 405
+
+
+def test_a_content_length_of_5000_digits_is_413_not_a_traceback(
+    mcp_on: Any, client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """More digits than int() reads (4,300): a length past any limit, not
+    HTTP 500. (A Content-Length that is no number at all, Django's own
+    ``request.body`` fails on with a ValueError: that one is the WSGI
+    server's to refuse.)"""
+    mcp_on()
+    accept = {"HTTP_ACCEPT": MCP_HEADERS["accept"]}
+    reply = client.post(
+        "/agent/mcp",
+        INITIALIZE,
+        content_type="application/json",
+        CONTENT_LENGTH="9" * 5000,
+        **accept,
+    )
+    assert reply.status_code == 413
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
 
 
 def test_the_wsgi_view_is_404_when_off(client: Any) -> None:

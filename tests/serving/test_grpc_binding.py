@@ -31,7 +31,20 @@ from toolnexus_django.a2a.dialects import Dialect, artifact_event, render_task, 
 from toolnexus_django.a2a.jsonrpc import RpcError
 from toolnexus_django.keys import jwks
 from toolnexus_django.serving import grpcmessages
-from toolnexus_django.serving.grpcbinding import http_scope, status_of
+from toolnexus_django.serving.grpcbinding import (
+    RESPONSES,
+    A2AService,
+    method_handlers,
+    status_of,
+)
+from toolnexus_django.serving.grpccall import (
+    CallInfo,
+    MessageTooLarge,
+    check_size,
+    http_scope,
+    receive_limit,
+    request_params,
+)
 from toolnexus_django.serving.grpcmessages import as_message
 
 ENDPOINT = "http://testserver/agent/"
@@ -197,7 +210,8 @@ def test_a_calls_metadata_is_the_request_drf_authenticates() -> None:
         ),
         "ipv6:[::1]:5555",
     )
-    scope = http_scope(call, "GetTask", "agent.example.com:443")  # type: ignore[arg-type]
+    info = CallInfo.of(call)
+    scope = http_scope(info, "GetTask", "agent.example.com:443")
     assert scope["path"] == "/lf.a2a.v1.A2AService/GetTask"
     assert scope["headers"] == [
         (b"authorization", b"Basic YWxpY2U6YWxpY2UtcHc="),
@@ -206,13 +220,67 @@ def test_a_calls_metadata_is_the_request_drf_authenticates() -> None:
     ]
     assert scope["client"] == ("::1", 5555)
     # A host the caller names wins.
-    named = Call((("host", "other.example.com"),), "ipv4:10.0.0.1:1")
-    scope = http_scope(named, "GetTask", "agent.example.com:443")  # type: ignore[arg-type]
+    named = CallInfo.of(Call((("host", "other.example.com"),), "ipv4:10.0.0.1:1"))
+    scope = http_scope(named, "GetTask", "agent.example.com:443")
     assert scope["headers"] == [(b"host", b"other.example.com")]
     assert scope["client"] == ("10.0.0.1", 1)
 
 
-GRPC_MODULES = {"serving/grpcbinding.py", "serving/grpcserver.py", "serving/grpcmessages.py"}
+def test_every_method_takes_its_request_as_bytes_and_answers_its_response() -> None:
+    """Registered without a request deserializer, so a message is bounded and
+    decoded by the binding (a DecodeError in grpc's own was ``UNKNOWN``)."""
+    service = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"]
+    handlers = method_handlers(A2AService())
+    assert set(handlers) == {m.name for m in service.methods}
+    for method in service.methods:
+        handler = handlers[method.name]
+        assert handler.request_deserializer is None
+        assert handler.response_streaming == method.server_streaming
+        assert RESPONSES[method.name].DESCRIPTOR.full_name == method.output_type.full_name
+
+
+def test_a_message_that_does_not_decode_is_invalid_argument_with_the_a2a_reason() -> None:
+    with pytest.raises(RpcError) as caught:
+        request_params(b"\x18\xff", a2a_pb2.GetTaskRequest)  # a varint that never ends
+    assert "lf.a2a.v1.GetTaskRequest" in caught.value.message
+    code, details = status_of(caught.value)
+    info = error_details_pb2.ErrorInfo()
+    assert status_pb2.Status.FromString(details).details[0].Unpack(info)
+    assert (code, info.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST")
+    assert request_params(b"\x12\x01t", a2a_pb2.GetTaskRequest) == {"id": "t"}
+
+
+def test_a_message_over_the_body_limit_is_resource_exhausted_naming_it(settings: Any) -> None:
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    check_size(b"x" * 100)
+    with pytest.raises(MessageTooLarge) as caught:
+        check_size(b"x" * 101)
+    assert "DATA_UPLOAD_MAX_MEMORY_SIZE (100 bytes)" in caught.value.message
+    code, details = status_of(caught.value)
+    status = status_pb2.Status.FromString(details)
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and status.code == code.value[0]
+
+
+@pytest.mark.parametrize(
+    ("setting", "receive"),
+    [(2_621_440, 5_242_880), (None, 64 * 1024 * 1024), (1000, 64 * 1024), (2**31, 2**31 - 1)],
+)
+def test_grpcs_own_receive_limit_is_twice_the_body_limit(
+    settings: Any, setting: int | None, receive: int
+) -> None:
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = setting
+    assert receive_limit() == receive
+    if setting is None:
+        check_size(b"x" * 10_000_000)  # no limit of its own
+
+
+GRPC_MODULES = {
+    "serving/grpcbinding.py",
+    "serving/grpccall.py",
+    "serving/grpcserver.py",
+    "serving/grpcmessages.py",
+}
+GRPC_NAMES = {m.removeprefix("serving/").removesuffix(".py") for m in GRPC_MODULES}
 GRPC_IMPORTS = ("grpc", "a2a", "google.protobuf", "google.rpc")
 
 
@@ -232,7 +300,7 @@ def test_only_the_grpc_modules_import_grpc_and_nothing_loads_them_up_front() -> 
             for module in found:
                 if name not in GRPC_MODULES:
                     assert not module.startswith(GRPC_IMPORTS), f"{name} imports {module}"
-                loads = module.rsplit(".", 1)[-1] in ("grpcbinding", "grpcserver", "grpcmessages")
+                loads = module.rsplit(".", 1)[-1] in GRPC_NAMES
                 top_level = node in tree.body
                 if loads and name not in GRPC_MODULES:
                     assert not top_level, f"{name} imports {module} up front"

@@ -84,7 +84,9 @@ METHODS: dict[str, str] = {**V03_METHODS, **V10_METHODS}
 SUPPORTED_VERSIONS = ("0.3", "1.0")
 
 
-_VERSION = re.compile(r"^(\d+)(?:\.(\d+))?(?:\.\d+)?$")
+#: ``major[.minor[.patch]]`` in ASCII digits, compared as text: ``int()`` of
+#: a header's digits met its 4,300-digit limit (-32603 and a traceback).
+_VERSION = re.compile(r"([0-9]+)(?:\.([0-9]+))?(?:\.[0-9]+)?")
 
 
 def version_error(message: str) -> RpcError:
@@ -102,17 +104,22 @@ def negotiate_version(header: str | None) -> str | None:
     if header is None or not header.strip():
         return None
     version = header.strip()
-    match = _VERSION.match(version)
+    match = _VERSION.fullmatch(version)
     if match:
-        major, minor = int(match[1]), int(match[2] or 0)
-        if (major, minor) == (0, 3):
+        major, minor = _number(match[1]), _number(match[2] or "0")
+        if (major, minor) == ("0", "3"):
             return "0.3"
-        if major == 1:
+        if major == "1":
             return "1.0"
     raise version_error(
         f"A2A version {version[:20]!r} is not supported "
         f"(supported: {', '.join(SUPPORTED_VERSIONS)})"
     )
+
+
+def _number(digits: str) -> str:
+    """A run of digits as its number's shortest spelling (``"007"`` -> ``"7"``)."""
+    return digits.lstrip("0") or "0"
 
 
 def version_asked(header: str | None, query: str | None) -> str | None:

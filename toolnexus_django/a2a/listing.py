@@ -55,7 +55,8 @@ class Cursor:
             data = json.loads(raw)
             moment = read_timestamp(data["u"], "pageToken")
             tid = read_text(data["id"], "pageToken")
-        except (binascii.Error, ValueError, TypeError, KeyError, RpcError):
+        # RecursionError: a token of nested arrays, deeper than json's parser goes.
+        except (binascii.Error, ValueError, TypeError, KeyError, RecursionError, RpcError):
             raise bad from None
         if not tid:
             raise bad

@@ -3,13 +3,19 @@ the one request handler, as JSON-RPC and HTTP+JSON are.
 
 Each call goes through the same steps as an HTTP request:
 
+0. what the call says (metadata, peer) copied on the loop
+   (:class:`.grpccall.CallInfo`): nothing of a grpc call object is touched
+   off the loop's thread, nor after the handler ends; the request message,
+   received as bytes, refused over ``DATA_UPLOAD_MAX_MEMORY_SIZE``
+   (``RESOURCE_EXHAUSTED``) before anything reads it;
 1. who is calling: the endpoint's DRF classes run on a request built from the
    call's metadata (``authorization``, ``cookie``, any other header a class
    reads), exactly as over ASGI (:func:`.pipeline.authenticate`); a refusal is
    ``UNAUTHENTICATED`` (401), ``PERMISSION_DENIED`` (403) or
    ``RESOURCE_EXHAUSTED`` (429, a throttle);
-2. the request message as its v1.0 JSON (``json_format.MessageToDict``: the
-   proto3 JSON mapping *is* v1.0's JSON), dispatched as the v1.0 method of the
+2. the request message decoded (``INVALID_ARGUMENT`` when it does not) and
+   read as its v1.0 JSON (``json_format.MessageToDict``: the proto3 JSON
+   mapping *is* v1.0's JSON), dispatched as the v1.0 method of the
    same name (``handler.dispatch`` on a database thread): the same params
    checks, the same store, the same owner scoping — another owner's Task is
    ``NOT_FOUND``;
@@ -39,7 +45,7 @@ from typing import Any
 
 import grpc
 from a2a.types import a2a_pb2, a2a_pb2_grpc
-from google.protobuf import any_pb2, empty_pb2, json_format
+from google.protobuf import any_pb2, empty_pb2, message_factory
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 
@@ -63,10 +69,19 @@ from ..a2a.jsonrpc import (
 )
 from ..a2a.methods import Awaiting, CallContext, EventStream
 from ..runtime.dbthreads import run_sync
+from ..runtime.outages import log_exception
 from .endpoint import Bound, bound
+from .grpccall import (
+    CallInfo,
+    MessageTooLarge,
+    Refused,
+    caller_of,
+    check_size,
+    request_params,
+)
 from .grpcmessages import as_message
 from .handler import EndpointActions, handler
-from .pipeline import authenticate, caller_owner
+from .pipeline import caller_owner
 
 logger = logging.getLogger("toolnexus_django.grpc")
 
@@ -84,93 +99,27 @@ STATUS: dict[int, grpc.StatusCode] = {
 #: Every other A2A error (not cancelable, unsupported operation, no extended
 #: card, version, push not supported): a precondition the call did not meet.
 OTHER = grpc.StatusCode.FAILED_PRECONDITION
-#: DRF's refusals (HTTP status) -> gRPC status.
-REFUSALS: dict[int, grpc.StatusCode] = {
-    401: grpc.StatusCode.UNAUTHENTICATED,
-    403: grpc.StatusCode.PERMISSION_DENIED,
-    429: grpc.StatusCode.RESOURCE_EXHAUSTED,
-}
+#: A request message over DATA_UPLOAD_MAX_MEMORY_SIZE (-32600 in its details).
+RESOURCE_EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
-#: The path DRF sees a call under (its method's full name), e.g. for throttles' scopes.
-SERVICE_PATH = "/lf.a2a.v1.A2AService/"
-
-
-class Refused(Exception):
-    """The call is answered with ``code`` before it is dispatched."""
-
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def http_scope(
-    context: grpc.aio.ServicerContext, method: str, authority: str = ""
-) -> dict[str, Any]:
-    """The call as the ASGI scope of a POST to ``/<service>/<method>``: its
-    metadata as headers (binary ``-bin`` entries left out), its peer as the
-    client, and ``authority`` (where clients dial: grpc passes no ``:authority``
-    on) as its Host unless the metadata names one, for ``request.get_host()``."""
-    headers = [
-        (str(key).lower().encode("latin-1"), value.encode("latin-1", "replace"))
-        for key, value in context.invocation_metadata() or ()
-        if isinstance(value, str) and not str(key).startswith(":")
-    ]
-    if authority and not any(key == b"host" for key, _ in headers):
-        headers.append((b"host", authority.encode("latin-1", "replace")))
-    peer = context.peer() or ""  # "ipv4:127.0.0.1:5555"
-    host, _, port = peer.partition(":")[2].rpartition(":")
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "2",
-        "method": "POST",
-        "scheme": "http",
-        "path": SERVICE_PATH + method,
-        "raw_path": (SERVICE_PATH + method).encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": headers,
-        "client": (host.strip("[]"), int(port)) if port.isdigit() else None,
-        "server": None,
-    }
-
-
-def drf_refusal(status: int, body: bytes) -> Refused:
-    """DRF's refusal (its status and JSON body) as the call's status."""
-    try:
-        detail = json.loads(body).get("detail")
-    except (ValueError, AttributeError):
-        detail = None
-    code = REFUSALS.get(status, grpc.StatusCode.PERMISSION_DENIED)
-    return Refused(code, str(detail or "Refused"))
-
-
-def grpc_caller(context: grpc.aio.ServicerContext, method: str, authority: str) -> Any:
-    """The DRF request the endpoint's classes authenticated (on a database
-    thread: authenticating may query); raises :class:`Refused`."""
-    scope = http_scope(context, method, authority)
-    request, refused = authenticate(scope, b"")  # type: ignore[arg-type]
-    if refused is not None:
-        raise drf_refusal(refused[0], refused[1])
-    return request
+#: The service's full name, and its methods (what their requests decode as).
+SERVICE = "lf.a2a.v1.A2AService"
+_METHODS = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].methods_by_name
 
 
 def grpc_call_context(
-    context: grpc.aio.ServicerContext, binding: Bound, request: Any, endpoint_url: str
+    info: CallInfo, binding: Bound, request: Any, endpoint_url: str
 ) -> CallContext:
     """Who is calling (``request``: DRF's, or None where no class is set)
     and what they may do."""
-    metadata = dict(context.invocation_metadata() or ())
-    if negotiate_version(metadata.get("a2a-version")) == "0.3":  # v1.0's binding, as REST
+    if negotiate_version(info.get("a2a-version")) == "0.3":  # v1.0's binding, as REST
         raise version_error("The gRPC binding speaks A2A 1.0: send a2a-version: 1.0")
-    last_event_id = metadata.get("last-event-id")
     return CallContext(
         store=binding.store,
         actions=EndpointActions(binding.store),
         owner=caller_owner(request),
         a2a_version="1.0",
-        last_event_id=last_event_id if isinstance(last_event_id, str) else None,
+        last_event_id=info.get("last-event-id"),
         held=None,  # waiting holds no thread here
         extended_card=(
             extended_card_builder(request, endpoint_url, binding.authentication)
@@ -183,7 +132,7 @@ def grpc_call_context(
 def status_of(err: RpcError) -> tuple[grpc.StatusCode, bytes]:
     """The status ``err`` is answered with, and its ``google.rpc.Status``
     (code, message, ``ErrorInfo`` with the A2A reason and ``data`` as metadata)."""
-    code = STATUS.get(err.code, OTHER)
+    code = RESOURCE_EXHAUSTED if isinstance(err, MessageTooLarge) else STATUS.get(err.code, OTHER)
     # A body that is not JSON is the SDK's "invalid request" (it has no parse error).
     reason = REASONS.get(INVALID_REQUEST if err.code == PARSE_ERROR else err.code)
     info = error_details_pb2.ErrorInfo(
@@ -232,28 +181,31 @@ class A2AService(a2a_pb2_grpc.A2AServiceServicer):
     def __init__(self, endpoint_url: str = "", authority: str = "") -> None:
         self.endpoint_url = endpoint_url
         self.authority = authority
+        #: method -> the message its request decodes as.
+        self.requests: dict[str, type[Message]] = {
+            method: message_factory.GetMessageClass(_METHODS[method].input_type)
+            for method in RESPONSES
+        }
         for method in RESPONSES:
             streams = RESPONSES[method] is a2a_pb2.StreamResponse
             setattr(self, method, self._streaming(method) if streams else self._unary(method))
 
-    async def _dispatch(
-        self, request: Message, context: grpc.aio.ServicerContext, method: str
-    ) -> Any:
+    async def _dispatch(self, raw: bytes, info: CallInfo, method: str) -> Any:
+        check_size(raw)  # before anything is parsed, stored or sent to the model
         binding = bound()
         # Only a call DRF must see takes a thread for it (as over ASGI).
-        caller = (
-            await run_sync(grpc_caller, context, method, self.authority) if binding.drf else None
-        )
-        ctx = grpc_call_context(context, binding, caller, self.endpoint_url)
-        params = json_format.MessageToDict(request)
+        caller = await caller_of(info, method, self.authority) if binding.drf else None
+        ctx = grpc_call_context(info, binding, caller, self.endpoint_url)
+        params = request_params(raw, self.requests[method])
         return ctx, await run_sync(handler.dispatch, RpcRequest(None, method, params), ctx)
 
     def _unary(self, method: str) -> Callable[..., Any]:
         kind = RESPONSES[method]
 
-        async def call(request: Message, context: grpc.aio.ServicerContext) -> Message:
+        async def call(raw: bytes, context: grpc.aio.ServicerContext) -> Message:
             try:
-                ctx, result = await self._dispatch(request, context, method)
+                # What the call says, copied here on its loop: only the copy leaves it.
+                ctx, result = await self._dispatch(raw, CallInfo.of(context), method)
                 if isinstance(result, Awaiting):
                     waiting = result
                     try:
@@ -270,12 +222,10 @@ class A2AService(a2a_pb2_grpc.A2AServiceServicer):
         return call
 
     def _streaming(self, method: str) -> Callable[..., Any]:
-        async def call(
-            request: Message, context: grpc.aio.ServicerContext
-        ) -> AsyncIterator[Message]:
+        async def call(raw: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[Message]:
             stream: EventStream | None = None
             try:
-                _ctx, stream = await self._dispatch(request, context, method)
+                _ctx, stream = await self._dispatch(raw, CallInfo.of(context), method)
                 assert isinstance(stream, EventStream)
                 events = stream.aevents(run_sync)
                 try:
@@ -288,6 +238,8 @@ class A2AService(a2a_pb2_grpc.A2AServiceServicer):
             except Exception as exc:
                 await abort(context, exc, method)
             finally:
+                # Also where grpc dropped this generator after a cancel (closed
+                # later, off the call's life): nothing here touches the call.
                 if stream is not None:
                     stream.close()
 
@@ -296,21 +248,48 @@ class A2AService(a2a_pb2_grpc.A2AServiceServicer):
 
 
 async def abort(context: grpc.aio.ServicerContext, exc: Exception, method: str) -> None:
-    """End the call with the status ``exc`` means (raises, as ``context.abort`` does)."""
+    """End the call with the status ``exc`` means (raises, as ``context.abort`` does).
+
+    Called only from the call's handler, on its loop, while grpc still holds
+    the call (it frees it once the handler ends): a client's cancel ends the
+    handler with ``CancelledError``, which never comes here, so neither the
+    trailing metadata nor the status is ever set on a freed call."""
     if isinstance(exc, Refused):
         await context.abort(exc.code, exc.message)
     if isinstance(exc, AuthenticationRequired):
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
     if not isinstance(exc, RpcError):
-        logger.exception("gRPC %s failed", method, exc_info=exc)
+        log_exception(logger, "gRPC %s failed", method, exc=exc)
         exc = RpcError(INTERNAL_ERROR, "Internal error")
     code, details = status_of(exc)
     context.set_trailing_metadata(((STATUS_DETAILS_KEY, details),))
     await context.abort(code, exc.message)
 
 
+def method_handlers(service: A2AService) -> dict[str, grpc.RpcMethodHandler]:
+    """``service``'s methods as grpc handlers. Each takes its request as the
+    bytes that came (no deserializer: :mod:`.grpccall` bounds, then decodes
+    them) and answers with its response message, serialized by grpc."""
+    handlers: dict[str, grpc.RpcMethodHandler] = {}
+    for method, kind in RESPONSES.items():
+        make = (
+            grpc.unary_stream_rpc_method_handler
+            if kind is a2a_pb2.StreamResponse
+            else grpc.unary_unary_rpc_method_handler
+        )
+        handlers[method] = make(
+            getattr(service, method),
+            request_deserializer=None,
+            response_serializer=kind.SerializeToString,
+        )
+    return handlers
+
+
 def add_service(server: grpc.aio.Server, endpoint_url: str = "", authority: str = "") -> A2AService:
-    """Serve the A2A service on ``server``."""
+    """Serve the A2A service on ``server`` (as the SDK's generated
+    ``add_A2AServiceServicer_to_server`` does, with :func:`method_handlers`)."""
     service = A2AService(endpoint_url, authority)
-    a2a_pb2_grpc.add_A2AServiceServicer_to_server(service, server)
+    handlers = method_handlers(service)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    server.add_registered_method_handlers(SERVICE, handlers)
     return service

@@ -9,6 +9,13 @@ coroutine on the Task's wake-ups. grpc is imported in the worker only, after
 the fork (grpc's threads and fork do not mix): the master checks the address
 with a plain socket (:func:`.server.check_bindable`) and never loads it.
 
+A request message is bounded as an HTTP body is, by Django's
+``DATA_UPLOAD_MAX_MEMORY_SIZE`` (:mod:`.grpccall`: refused in words naming
+it); grpc's own receive limit is twice that, so a larger message is dropped
+by grpc as it arrives, never held (``RESOURCE_EXHAUSTED`` too). Answers may
+be up to 64 MiB (a Task carries up to ``MAX_OUTPUT_CHARS`` of text, and its
+history).
+
 Stopping is HTTP's: at the stop signal blocking sends and streams end at once
 (``a2a.follow.stop_waiting``; clients resubscribe), the server stops taking
 calls, and the calls in flight get what is left of the grace before they are
@@ -23,12 +30,9 @@ import grpc
 
 from ..a2a.card import grpc_interface
 from .grpcbinding import add_service
+from .grpccall import MAX_MESSAGE_BYTES, receive_limit
 
 logger = logging.getLogger("toolnexus_django.server")
-
-#: The largest message either way (grpc's default receive limit is 4 MiB;
-#: a Task may carry up to MAX_OUTPUT_CHARS of text and its history).
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
 def grpc_interface_url() -> str:
@@ -49,7 +53,7 @@ class GrpcServer:
         server = grpc.aio.server(
             options=[
                 ("grpc.so_reuseport", 1),
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_receive_message_length", receive_limit()),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ]
         )

@@ -30,6 +30,7 @@ from ..conf import toolnexus_settings
 from ..mcp import audit, config
 from ..mcp.exchange import Exchange, Reply, deadline
 from ..runtime.dbthreads import run_sync
+from ..runtime.outages import log_exception
 from .handler import handler
 from .pipeline import (
     BodyTooLarge,
@@ -69,6 +70,16 @@ def permission_classes() -> list[Any]:
     return rpc_permission_classes() if classes is None else classes
 
 
+def declared_length(value: Any) -> int | None:
+    """The number a ``Content-Length`` header says (None: it says none). ASCII
+    digits only (``"²".isdigit()`` holds), and never ``int()`` of thousands of
+    them (past its 4,300-digit limit it raises): 19 digits or more is 10**18."""
+    text = str(value or "0").strip().lstrip("0") or "0"
+    if not (text.isascii() and text.isdigit()):
+        return None
+    return int(text) if len(text) <= 18 else 10**18
+
+
 class McpView(APIView):
     """``<prefix>/mcp`` under WSGI, and the DRF classes of the ASGI endpoint."""
 
@@ -90,8 +101,8 @@ class McpView(APIView):
 
     def post(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
         limit = int(config.number("MAX_REQUEST_BYTES"))
-        declared = request.META.get("CONTENT_LENGTH") or "0"
-        if declared.isdigit() and int(declared) > limit:
+        declared = declared_length(request.META.get("CONTENT_LENGTH"))
+        if declared is not None and declared > limit:
             return HttpResponse(too_large(limit), status=413, content_type="application/json")
         body = request.body
         if len(body) > limit:
@@ -152,7 +163,7 @@ async def serve_mcp(scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISe
         await respond(send, 504, _rpc_error(-32603, "The MCP request took too long"), JSON)
         return
     except Exception:
-        logger.exception("MCP request failed")
+        log_exception(logger, "MCP request failed")
         await respond(send, 500, _rpc_error(-32603, "Internal error"), JSON)
         return
     await audit.store_together(reply.calls)

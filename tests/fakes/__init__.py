@@ -11,6 +11,7 @@ from tests.fakes.llm import (
     Style,
     Text,
     ToolCall,
+    Trickle,
     first_user_text,
 )
 
@@ -25,5 +26,6 @@ __all__ = [
     "Style",
     "Text",
     "ToolCall",
+    "Trickle",
     "first_user_text",
 ]

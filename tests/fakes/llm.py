@@ -10,13 +10,14 @@ shapes toolnexus's client speaks:
 A POST to the other style's endpoint answers 404 with a message saying so, so a test that
 wired the wrong style fails loudly instead of hanging or parsing garbage.
 
-Replies are scripted with five small value objects, consumed one per LLM call:
+Replies are scripted with six small value objects, consumed one per LLM call:
 
 * :class:`Text` -- a final assistant message;
 * :class:`ToolCall` -- one assistant turn calling one tool (or several, :meth:`ToolCall.many`);
 * :class:`Fail` -- an HTTP error status with a body;
 * :class:`Raw` -- these exact bytes, whatever they are (garbage, the wrong shape, a huge body);
-* :class:`Hang` -- hold the request open until :meth:`FakeLLM.release` / :meth:`FakeLLM.stop`.
+* :class:`Hang` -- hold the request open until :meth:`FakeLLM.release` / :meth:`FakeLLM.stop`;
+* :class:`Trickle` -- answer, but one byte at a time (the body, or the headers too).
 
 Which reply answers a request, first match wins:
 
@@ -152,7 +153,21 @@ class Raw:
     sized: bool = True
 
 
-Reply: TypeAlias = Text | ToolCall | Fail | Hang | Raw
+@dataclass(frozen=True)
+class Trickle:
+    """Answer ``then`` (``None``: ``fake.default``) over HTTP/1.1, one byte every ``every``
+    seconds: the status line and headers at once, then the body -- or, with ``headers=True``,
+    the headers a byte at a time too. It stops after ``max_seconds`` (closing the connection
+    mid-answer), at :meth:`FakeLLM.stop`, or when the client hangs up (counted in
+    :attr:`FakeLLM.hung_up`)."""
+
+    every: float = 0.2
+    then: Text | ToolCall | Fail | Raw | None = None
+    headers: bool = False
+    max_seconds: float = 30.0
+
+
+Reply: TypeAlias = Text | ToolCall | Fail | Hang | Raw | Trickle
 
 
 # --------------------------------------------------------------------------- #
@@ -258,9 +273,18 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
-        status, payload, content_type, extra = self.server.fake._answer(
+        status, payload, content_type, extra, *trickle = self.server.fake._answer(
             urlsplit(self.path).path, headers, raw
         )
+        if trickle:
+            head = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}"]
+            head += [f"Server: {self.version_string()}", f"Content-Type: {content_type}"]
+            head.append(f"Content-Length: {len(payload)}")
+            head += [f"{k}: {v}" for k, v in extra.items() if extra is not _UNSIZED]
+            wire = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+            self.server.fake._trickle(self.wfile.write, wire, payload, trickle[0])
+            self.close_connection = True
+            return
         self._send(status, payload, content_type, extra)
 
     def _send(
@@ -284,6 +308,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 _Answer = tuple[int, bytes, str, Mapping[str, str]]
+#: An answer and the :class:`Trickle` that paces it.
+_Paced = tuple[int, bytes, str, Mapping[str, str], Trickle]
 #: Extra headers that mean "send no Content-Length" (never sent themselves).
 _UNSIZED: Mapping[str, str] = {"x-fake-unsized": "1"}
 _JSON = "application/json"
@@ -315,6 +341,7 @@ class FakeLLM:
         self._keyed: dict[str, deque[Reply]] = {}
         self._requests: list[RecordedRequest] = []
         self._held = 0
+        self._hung_up = 0
         self._release_gen = 0
         self._stopping = False
         self._ids = itertools.count(1)
@@ -444,6 +471,12 @@ class FakeLLM:
                     f"fake-llm: waited {timeout}s for {n} held request(s), {self._held} held"
                 )
 
+    @property
+    def hung_up(self) -> int:
+        """How many :class:`Trickle` answers ended because the client hung up."""
+        with self._cond:
+            return self._hung_up
+
     def release(self) -> None:
         """Let every currently held request go (each answers its Hang's ``then`` or default).
 
@@ -455,7 +488,7 @@ class FakeLLM:
 
     # -- request handling (server threads) ----------------------------------- #
 
-    def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> _Answer:
+    def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> _Answer | _Paced:
         try:
             body: Any = json.loads(raw) if raw else None
         except ValueError:
@@ -488,6 +521,9 @@ class FakeLLM:
         reply = self._pick(body, request.first_user_text)
         while isinstance(reply, Hang):
             reply = self._hold(reply)
+        if isinstance(reply, Trickle):
+            then = reply.then if reply.then is not None else self.default
+            return (*self._render(then, body), reply)
         return self._render(reply, body)
 
     def _pick(self, body: dict[str, Any], text: str) -> Reply:
@@ -524,6 +560,28 @@ class FakeLLM:
             )
         return hang.then if hang.then is not None else self.default
 
+    def _trickle(
+        self, write: Callable[[bytes], Any], head: bytes, body: bytes, pace: Trickle
+    ) -> None:
+        """Send ``head`` and ``body`` as ``pace`` says (server thread)."""
+        end = time.monotonic() + pace.max_seconds
+        wire = head + body if pace.headers else body
+        try:
+            if not pace.headers:
+                write(head)
+            for i in range(len(wire)):
+                write(wire[i : i + 1])
+                left = end - time.monotonic()
+                with self._cond:
+                    if left <= 0 or self._cond.wait_for(
+                        lambda: self._stopping, timeout=min(pace.every, left)
+                    ):
+                        return
+        except OSError:  # the client hung up (after its own deadline)
+            with self._cond:
+                self._hung_up += 1
+                self._cond.notify_all()
+
     def _render(self, reply: Reply, body: dict[str, Any]) -> _Answer:
         if isinstance(reply, Fail):
             if isinstance(reply.body, Mapping):
@@ -548,8 +606,8 @@ class FakeLLM:
 
 def _check_replies(replies: Iterable[Any]) -> None:
     for reply in replies:
-        if not isinstance(reply, Text | ToolCall | Fail | Hang | Raw):
-            raise TypeError(f"not a reply (Text, ToolCall, Fail, Hang or Raw): {reply!r}")
+        if not isinstance(reply, Text | ToolCall | Fail | Hang | Raw | Trickle):
+            raise TypeError(f"not a reply (Text, ToolCall, Fail, Hang, Raw or Trickle): {reply!r}")
 
 
 def _plain(status: int, message: str) -> _Answer:
@@ -630,5 +688,6 @@ __all__ = [
     "Style",
     "Text",
     "ToolCall",
+    "Trickle",
     "first_user_text",
 ]

@@ -6,7 +6,8 @@ this app wraps it (``http_transport``, toolnexus's public hook):
 - :class:`BoundedTransport` is the default transport: it reads at most
   ``MAX_MODEL_RESPONSE_BYTES`` of an answer (and of an HTTP error's body)
   and hands toolnexus only an answer of the shape it reads, over kept-open
-  connections (:class:`KeptConnections`);
+  connections (:class:`KeptConnections`); each call, start to end, within
+  its timeout (a :class:`~.deadline.CallDeadline`), however the bytes arrive;
 - a model's answer it refuses raises a :class:`~.modelanswer.ModelAnswerError`, whose
   message says what is wrong in words (it becomes the failed Task's status
   message; the bytes that were wrong go to the log only).
@@ -19,7 +20,7 @@ import json
 import threading
 import urllib.error
 import urllib.request
-from http.client import BadStatusLine, HTTPConnection, HTTPResponse, HTTPSConnection
+from http.client import BadStatusLine, HTTPConnection, HTTPResponse
 from select import select
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,23 +29,27 @@ import toolnexus
 from toolnexus.client import ProviderError
 
 from ..runtime.threads import current_budget
+from .deadline import (
+    RUN_OVER,
+    AbandonedCall,
+    CallDeadline,
+    WatchedHTTPConnection,
+    WatchedHTTPSConnection,
+    watched_opener,
+)
 from .modelanswer import ModelAnswerTooLarge, parse_answer
 
 #: How much of a body is read per call (the bound is checked after each).
 CHUNK = 64 * 1024
 
 
-class AbandonedCall(TimeoutError):
-    """A model call was about to start for a run that is already over (a
-    TimeoutError, so toolnexus handles it like a network timeout)."""
-
-
 class BudgetedTransport:
     """toolnexus's HTTP transport (or the one configured), with each model
     call's timeout clamped to what is left of the run's budget. Works around
-    toolnexus: its per-request timeout knows nothing of RUN_TIMEOUT, and a
-    blocked call cannot be interrupted (a silent model would hold an IO thread
-    long after the run gave up); this only delegates, with a shorter timeout.
+    toolnexus: its per-request timeout knows nothing of RUN_TIMEOUT (a silent
+    model would hold an IO thread long after the run gave up); this only
+    delegates, with a shorter timeout, which :class:`BoundedTransport` holds
+    the whole call to.
     """
 
     def __init__(self, inner: Any = None) -> None:
@@ -56,7 +61,7 @@ class BudgetedTransport:
             return timeout
         left = budget.remaining()
         if budget.abandoned or (left is not None and left <= 0):
-            raise AbandonedCall("the run is over (RUN_TIMEOUT passed, or it was canceled)")
+            raise AbandonedCall(RUN_OVER)
         return timeout if left is None else min(timeout, left)
 
     def post(
@@ -75,10 +80,15 @@ class BoundedTransport:
     connection), reading at most ``max_bytes`` of any body. Works around
     toolnexus: its ``UrllibTransport`` reads a whole answer and a whole HTTP
     error body, however large (a 50 MB answer of short strings took a worker
-    past 700 MB). An HTTP error is raised as toolnexus's own ``ProviderError``,
-    so its retries and ``Retry-After`` handling are unchanged. The answer is
-    checked for the fields toolnexus reads without checking (a ``{"choices":
-    "x"}`` made it raise ``TypeError: string indices must be integers``).
+    past 700 MB), and its ``timeout`` bounds each socket read, not the call
+    (a model sending a byte every 0.5 s kept a run 244 s past a 120 s
+    ``timeout_ms``): here the call ends at its ``timeout`` (connect, headers,
+    body, a stream), its connection cut and not kept, with a ``TimeoutError``
+    that toolnexus handles as its own. An HTTP error is raised as toolnexus's
+    own ``ProviderError``, so its retries and ``Retry-After`` handling are
+    unchanged. The answer is checked for the fields toolnexus reads without
+    checking (a ``{"choices": "x"}`` made it raise ``TypeError: string
+    indices must be integers``).
     """
 
     def __init__(self, max_bytes: int, style: str = "openai") -> None:
@@ -89,20 +99,21 @@ class BoundedTransport:
     def post(
         self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
     ) -> dict[str, Any]:
-        if KeptConnections.direct(url):
-            body = self._post_kept(url, headers, payload, timeout)
-            if body is not None:
-                return parse_answer(body, self.style)
-        with self._open(url, headers, payload, timeout) as response:
-            body = read_bounded(response, self.max_bytes)
+        with self._deadline(timeout).running() as deadline:
+            body = self._post_kept(url, headers, payload, deadline)
+            if body is None:  # not straight to its host, or redirected: urllib
+                with self._open(url, headers, payload, deadline) as response:
+                    body = read_bounded(response, self.max_bytes)
         return parse_answer(body, self.style)
 
     def _post_kept(
-        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], deadline: CallDeadline
     ) -> bytes | None:
-        """The answer's body, over a kept-open connection (None: a redirect)."""
+        """The answer's body, over a kept-open connection (None: not for one)."""
+        if not KeptConnections.direct(url):
+            return None
         data = json.dumps(payload).encode("utf-8")
-        response = self._kept.post(url, headers, data, timeout)
+        response = self._kept.post(url, headers, data, deadline)
         if response is None:
             return None
         whole = False
@@ -111,7 +122,7 @@ class BoundedTransport:
                 text = read_bounded(response, self.max_bytes, cut=True).decode("utf-8", "replace")
                 raise ProviderError(response.status, text, response.headers.get("Retry-After"))
             body = read_bounded(response, self.max_bytes)
-            whole = True
+            whole = deadline.finish()  # a connection the deadline cut is not kept
             return body
         finally:
             self._kept.done(response, whole=whole)
@@ -119,16 +130,31 @@ class BoundedTransport:
     def open(
         self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
     ) -> Any:
-        """A streaming answer, refused once it has sent more than ``max_bytes``."""
-        return BoundedResponse(self._open(url, headers, payload, timeout), self.max_bytes)
+        """A streaming answer, refused once it has sent more than ``max_bytes``
+        and cut when ``timeout`` has passed since the call began."""
+        deadline = self._deadline(timeout)
+        with deadline.running(to_the_end=False):
+            response = self._open(url, headers, payload, deadline)
+        return BoundedResponse(response, self.max_bytes, deadline)
+
+    @staticmethod
+    def _deadline(timeout: float) -> CallDeadline:
+        """The call's deadline; the run's being over (canceled) ends it too."""
+        deadline = CallDeadline(timeout)
+        budget = current_budget()
+        if budget is not None:
+            budget.on_abandon(functools.partial(deadline.expire, abandoned=True))
+        return deadline
 
     def _open(
-        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], deadline: CallDeadline
     ) -> Any:
+        """urllib's response (its default handlers: proxies, redirects), within ``deadline``."""
         data = json.dumps(payload).encode("utf-8")
         request = urllib.request.Request(url, data=data, method="POST", headers=headers)
         try:
-            return urllib.request.urlopen(request, timeout=timeout)
+            with deadline.guarding():
+                return watched_opener().open(request, timeout=deadline.left())
         except urllib.error.HTTPError as error:
             with error:
                 text = read_bounded(error, self.max_bytes, cut=True).decode("utf-8", "replace")
@@ -183,17 +209,19 @@ class KeptConnections:
         return parts.scheme not in _proxies() or bool(urllib.request.proxy_bypass(parts.hostname))
 
     def post(
-        self, url: str, headers: dict[str, str], data: bytes, timeout: float
+        self, url: str, headers: dict[str, str], data: bytes, deadline: CallDeadline
     ) -> HTTPResponse | None:
         """The response to POSTing ``data``, for the caller to read, then
         :meth:`done`; None for a redirect. A kept connection the server closed
-        meanwhile is replaced once, before anything was answered on it."""
+        meanwhile is replaced once, before anything was answered on it. Every
+        connection it uses, ``deadline`` guards (the caller runs it)."""
         parts = urlsplit(url)
         origin: Origin = (parts.scheme, parts.hostname or "", parts.port)
         fields = {"User-Agent": USER_AGENT, "Content-Type": "application/x-www-form-urlencoded"}
         fields.update((k.title(), v) for k, v in headers.items())
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         while True:
+            timeout = deadline.left()  # past it: the timeout, not one more connection
             with self._lock:
                 idle = self._idle.get(origin)
                 conn = idle.pop() if idle else None
@@ -202,11 +230,13 @@ class KeptConnections:
                 continue
             reused = conn is not None
             if conn is None:
-                kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
+                https = parts.scheme == "https"
+                kind = WatchedHTTPSConnection if https else WatchedHTTPConnection
                 conn = kind(parts.hostname or "", parts.port, timeout=timeout)
             conn.timeout = timeout
             if conn.sock is not None:
                 conn.sock.settimeout(timeout)
+                deadline.guard(conn.sock)
             try:
                 response = _send(conn, path, fields, data)
             except _Stale:
@@ -268,14 +298,25 @@ def _send(conn: HTTPConnection, path: str, fields: dict[str, str], data: bytes) 
 
 class BoundedResponse:
     """A live streaming response that raises :class:`ModelAnswerTooLarge`
-    once more than ``limit`` bytes have been read from it."""
+    once more than ``limit`` bytes have been read from it, and the
+    ``deadline``'s timeout once that passed (the end it then reads is not the
+    stream's: the deadline shut its socket)."""
 
-    def __init__(self, response: Any, limit: int) -> None:
+    def __init__(self, response: Any, limit: int, deadline: CallDeadline | None = None) -> None:
         self._response = response
         self._limit = limit
         self._read = 0
+        self._deadline = deadline
 
-    def _count(self, data: bytes) -> bytes:
+    def _count(self, read: Any, amount: int) -> bytes:
+        try:
+            data = read(amount)
+        except Exception as exc:
+            if self._deadline is not None and self._deadline.expired:
+                raise self._deadline.error() from exc
+            raise
+        if self._deadline is not None:
+            self._deadline.check()
         self._read += len(data)
         if self._read > self._limit:
             raise ModelAnswerTooLarge(self._limit)
@@ -284,15 +325,17 @@ class BoundedResponse:
     def read(self, amount: int = -1) -> bytes:
         if amount is None or amount < 0:
             amount = self._limit + 1 - self._read  # never the whole of an endless body
-        return self._count(self._response.read(amount))
+        return self._count(self._response.read, amount)
 
     def read1(self, amount: int = -1) -> bytes:
-        return self._count(self._response.read1(amount))
+        return self._count(self._response.read1, amount)
 
     def readline(self, limit: int = -1) -> bytes:
-        return self._count(self._response.readline(limit))
+        return self._count(self._response.readline, limit)
 
     def close(self) -> None:
+        if self._deadline is not None:
+            self._deadline.finish()
         self._response.close()
 
     def __enter__(self) -> BoundedResponse:

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes import Fail, Hang, Raw, Reply
+from tests.fakes import Fail, Hang, Raw, Reply, Trickle
 
 UNREADABLE = "The model's answer could not be read"
 
@@ -128,3 +128,76 @@ PYTHON_TEXT = (
     r"|Traceback|codec|can't decode|string indices|object has no attribute"
     r"|\bErrno\b|urlopen|\\x[0-9a-f]{2}|\b0x[0-9a-f]{2}\b|\bLLM \d{3}\b|File \""
 )
+
+
+# -- what a model sends, bounded where it is read (issue 29, items 4, 6 and 7) ----------------
+# Its own block, after the list: other cases are appended to the list above.
+
+
+def _nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _openai_calls(*calls: tuple[str, str, str]) -> Raw:
+    """An openai turn calling each ``(id, name, arguments as JSON text)``."""
+    made = [
+        {"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls
+    ]
+    return _json(_choice({"role": "assistant", "content": None, "tool_calls": made}))
+
+
+def _anthropic_calls(*calls: tuple[str, str, Any]) -> Raw:
+    return _json(
+        {"content": [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in calls]}
+    )
+
+
+_DEEP = {"amount": _nested(600), "description": "taxi"}
+_TOO_DEEP = f"{UNREADABLE} (a tool call's arguments are nested deeper than 32 levels)"
+_TOO_LONG = f"{UNREADABLE} (a number in it has more than 20 digits)"
+_SHARED = f"{UNREADABLE} (two tool calls share the id 'X')"
+
+BAD_ANSWERS.extend([
+    BadAnswer("tool-arguments-600-deep",
+              _openai_calls(("c1", "file_expense", json.dumps(_DEEP))),
+              _TOO_DEEP, "ModelAnswerUnreadable"),
+    BadAnswer("tool-arguments-deeper-than-python-parses",
+              _openai_calls(("c1", "file_expense", "[" * 5000 + "]" * 5000)),
+              _TOO_DEEP, "ModelAnswerUnreadable"),
+    BadAnswer("tool-argument-401-digits",
+              _openai_calls(("c1", "file_expense", '{"amount": ' + "9" * 401 + "}")),
+              _TOO_LONG, "ModelAnswerUnreadable"),
+    BadAnswer("tool-argument-1e400",
+              _openai_calls(("c1", "file_expense", '{"amount": 1e400}')),
+              f"{UNREADABLE} (a number in it is NaN, Infinity or too large for a double)",
+              "ModelAnswerUnreadable"),
+    BadAnswer("tool-calls-share-an-id",
+              _openai_calls(("X", "file_expense", "{}"), ("X", "pay_supplier", "{}")),
+              _SHARED, "ModelAnswerUnreadable"),
+    BadAnswer("answer-nested-3000-deep",
+              Raw(b'{"choices": [{"message": {"content": "hi", "x": '
+                  + b"[" * 3000 + b"]" * 3000 + b"}}]}"),
+              f"{UNREADABLE} (it is nested deeper than 64 levels)", "ModelAnswerUnreadable"),
+    BadAnswer("anthropic-tool-input-600-deep",
+              _anthropic_calls(("t1", "file_expense", _DEEP)),
+              _TOO_DEEP, "ModelAnswerUnreadable", style="anthropic"),
+    BadAnswer("anthropic-tool-input-401-digits",
+              _anthropic_calls(("t1", "file_expense", {"amount": 10**400})),
+              _TOO_LONG, "ModelAnswerUnreadable", style="anthropic"),
+    BadAnswer("anthropic-tool-uses-share-an-id",
+              _anthropic_calls(("X", "file_expense", {}), ("X", "pay_supplier", {})),
+              _SHARED, "ModelAnswerUnreadable", style="anthropic"),
+])  # fmt: skip
+
+# -- a model that trickles past the timeout (issue 29, item 5): each socket read
+# gets a byte in time, the call must still end at timeout_ms --------------------------------
+BAD_ANSWERS += [
+    BadAnswer("trickle-past-the-timeout", Trickle(max_seconds=20),
+              "The model did not answer in time", "RunTimeout", client={"timeout_ms": 700}),
+    BadAnswer("trickled-headers-past-the-timeout", Trickle(headers=True, max_seconds=20),
+              "The model did not answer in time", "RunTimeout", client={"timeout_ms": 700},
+              style="anthropic"),
+]  # fmt: skip

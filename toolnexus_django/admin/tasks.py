@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import admin
@@ -18,9 +17,11 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import lifecycle
+from ..jsontree import dumps_shown
 from ..models import TaskRecord, TaskState
 from ..review.reviewers import is_reviewer
 from .display import owner_label, task_of, timeline
+from .objectpages import ObjectPagesMixin
 from .outcome import task_outcome
 from .push import can_view_push, task_section
 
@@ -36,7 +37,7 @@ class TimelineMixin:
 
 
 @admin.register(TaskRecord)
-class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
+class TaskRecordAdmin(ObjectPagesMixin, TimelineMixin, admin.ModelAdmin):
     list_display = ("id", "state", "context_id", "owner_name", "created_at", "updated_at")
     list_filter = ("state", "created_at", "updated_at")
     search_fields = ("id", "context_id")
@@ -144,11 +145,11 @@ class TaskRecordAdmin(TimelineMixin, admin.ModelAdmin):
 
     @admin.display(description=_("task (as peers see it)"))
     def task_json(self, obj: TaskRecord) -> str:
-        return format_html("<pre>{}</pre>", json.dumps(obj.task, indent=2, ensure_ascii=False))
+        return format_html("<pre>{}</pre>", dumps_shown(obj.task, indent=2, ensure_ascii=False))
 
     @admin.display(description=_("server-side data"))
     def private_json(self, obj: TaskRecord) -> str:
-        return format_html("<pre>{}</pre>", json.dumps(obj.private, indent=2, ensure_ascii=False))
+        return format_html("<pre>{}</pre>", dumps_shown(obj.private, indent=2, ensure_ascii=False))
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Reviewers land here when an answer is refused: let them read the Task.

@@ -9,14 +9,19 @@
 :func:`turns` reads either as role-labelled :class:`Turn` s (what the admin
 shows); :func:`find_halt` finds where a suspended run stopped (what the
 replay needs, and what tells which tool asked).
+
+Stored transcripts are read whatever they hold: a value nested deeper than
+Python's recursive walkers go is read (and shown) without recursion
+(:mod:`..jsontree`), and a turn whose calls repeat an id is read by position.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..jsontree import copy_json, dumps_shown
 
 
 class TranscriptError(Exception):
@@ -24,7 +29,7 @@ class TranscriptError(Exception):
 
 
 def pretty_json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return dumps_shown(value, indent=2, ensure_ascii=False)
 
 
 @dataclass
@@ -48,7 +53,7 @@ class Call:
     def args_inline(self) -> str:
         if isinstance(self.args, str):
             return self.args
-        return json.dumps(self.args, ensure_ascii=False, default=str)
+        return dumps_shown(self.args, ensure_ascii=False)
 
 
 @dataclass
@@ -73,10 +78,14 @@ class Turn:
 
 @dataclass
 class Halt:
-    """Where a suspended run stopped: the halted call, and the later calls of its turn."""
+    """Where a suspended run stopped: the halted call, and the later calls of
+    its turn; ``message`` is the index of that turn's assistant message in
+    the transcript, ``index`` the halted call's place among its calls."""
 
     halted: Call
     later: list[Call] = field(default_factory=list)
+    message: int = -1
+    index: int = -1
 
 
 def parse_args(raw: Any) -> Any:
@@ -85,7 +94,7 @@ def parse_args(raw: Any) -> Any:
     if isinstance(raw, str):
         try:
             return json.loads(raw or "{}")
-        except ValueError:
+        except (ValueError, RecursionError):  # deeper than this stack parses: as text
             return raw
     return raw if raw is not None else {}
 
@@ -214,23 +223,42 @@ def _ends_on_results(messages: list[Any], style: str) -> None:
         raise TranscriptError("the transcript does not end on a tool result")
 
 
+def _calls_message(messages: list[Any], style: str) -> int:
+    """The index of the assistant message whose calls the transcript's last
+    tool results answer (they follow it directly, as toolnexus writes them)."""
+    at = len(messages) - 1
+    if style != "anthropic":
+        while at >= 0 and isinstance(messages[at], dict) and messages[at].get("role") == "tool":
+            at -= 1
+    else:
+        at -= 1
+    if at < 0 or not isinstance(messages[at], dict) or messages[at].get("role") != "assistant":
+        raise TranscriptError("the tool results do not follow an assistant turn calling tools")
+    return at
+
+
 def find_halt(messages: Any, style: str) -> Halt:
-    """The halted call of a suspended transcript (the call of its last tool
-    result, in the last assistant turn that made calls) and the calls that
-    turn made after it."""
+    """The halted call of a suspended transcript and the calls its turn made
+    after it. toolnexus records a turn's results in the order of its calls
+    and stops at the first halt, so the halted call is the one in the place
+    of the last result — by position, not by id: a turn whose calls share an
+    id (refused from a model since, but maybe stored) still names the call
+    that stopped the run, never another with its id."""
     if not isinstance(messages, list):
         raise TranscriptError("the transcript is not a list of messages")
     _ends_on_results(messages, style)
-    read = turns(messages, style)
-    halted_id = read[-1].results[-1].call_id
-    for turn in reversed(read[:-1]):
-        if turn.calls:
-            ids = [c.id for c in turn.calls]
-            if halted_id not in ids:
-                raise TranscriptError("the halted tool call is not in the last assistant turn")
-            index = ids.index(halted_id)
-            return Halt(turn.calls[index], turn.calls[index + 1 :])
-    raise TranscriptError("the transcript has no assistant turn calling tools")
+    at = _calls_message(messages, style)
+    read = turns(messages[at:], style)
+    calls = read[0].calls
+    results = [r for turn in read[1:] for r in turn.results]
+    if not calls:
+        raise TranscriptError("the transcript has no assistant turn calling tools")
+    if len(results) > len(calls) or any(
+        r.call_id != c.id for r, c in zip(results, calls, strict=False)
+    ):
+        raise TranscriptError("the tool results do not answer the calls of the last assistant turn")
+    index = len(results) - 1
+    return Halt(calls[index], calls[index + 1 :], message=at, index=index)
 
 
 def halted_tool(messages: Any, style: str) -> str | None:
@@ -254,24 +282,27 @@ def last_skill(messages: Any, style: str) -> str | None:
     return None
 
 
-def with_arguments(messages: Any, style: str, call_id: str, arguments: dict[str, Any]) -> Any:
-    """A copy of ``messages`` in which the tool call ``call_id`` has
-    ``arguments`` (a reviewer's edit): the resumed run executes them, and the
-    model reads the call it made as the one that ran."""
-    out = copy.deepcopy(messages)
-    for message in out if isinstance(out, list) else ():
-        if not isinstance(message, dict) or message.get("role") != "assistant":
-            continue
-        if style == "anthropic":
-            for block in message.get("content") or ():
-                if isinstance(block, dict) and block.get("type") == "tool_use":
-                    if block.get("id") == call_id:
-                        block["input"] = copy.deepcopy(arguments)
-                        return out
-        else:
-            for call in message.get("tool_calls") or ():
-                if isinstance(call, dict) and call.get("id") == call_id:
-                    function = call.setdefault("function", {})
-                    function["arguments"] = json.dumps(arguments, ensure_ascii=False)
-                    return out
-    raise TranscriptError(f"the transcript has no tool call {call_id!r}")
+def with_arguments(messages: Any, style: str, halt: Halt, arguments: dict[str, Any]) -> Any:
+    """A copy of ``messages`` in which the halted call (``halt``, as
+    :func:`find_halt` found it in ``messages``) has ``arguments`` (a
+    reviewer's edit): the resumed run executes them, and the model reads the
+    call it made as the one that ran."""
+    out = copy_json(messages)
+    message = out[halt.message] if isinstance(out, list) and 0 <= halt.message < len(out) else {}
+    if style == "anthropic":
+        content = message.get("content") if isinstance(message, dict) else None
+        calls = [b for b in content or () if isinstance(b, dict) and b.get("type") == "tool_use"]
+    else:
+        found = message.get("tool_calls") if isinstance(message, dict) else None
+        calls = [c for c in found or () if isinstance(c, dict)]
+    call = calls[halt.index] if 0 <= halt.index < len(calls) else None
+    if call is None or str(call.get("id") or "") != halt.halted.id:
+        raise TranscriptError(f"the halted call {halt.halted.id!r} is not where it was found")
+    if style == "anthropic":
+        call["input"] = copy_json(arguments)
+    else:
+        function = call.get("function")
+        if not isinstance(function, dict):
+            function = call["function"] = {}
+        function["arguments"] = json.dumps(arguments, ensure_ascii=False)
+    return out

@@ -4,7 +4,6 @@ wake the Task's waiters, log it and send ``task_event``."""
 
 from __future__ import annotations
 
-import copy
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
@@ -14,6 +13,7 @@ from django.utils import timezone
 
 from ..bounds import bound_history
 from ..conf import toolnexus_settings
+from ..jsontree import copy_json
 from ..signals import task_event
 from ..stores import TaskStore
 from ..stores.base import Task, state_of
@@ -59,7 +59,9 @@ def begin(task: Task, kind: str) -> tuple[Task, Private]:
     private = read(task)
     if private.phase not in states.MOVES[kind]:
         raise states.IllegalMove(kind, str(task.get("id")), state_of(task), private.phase)
-    return copy.deepcopy(task), private
+    # Not copy.deepcopy: it overflowed on a stored tool argument 600 lists
+    # deep, and a Task nobody can answer or cancel must never be.
+    return copy_json(task), private
 
 
 def set_status(

@@ -55,11 +55,11 @@ early.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..jsontree import copy_json
 from ..stores.base import PRIVATE_KEY, Task, parse_instant
 from . import states
 
@@ -207,7 +207,7 @@ def read(task: Task | None) -> Private:
         usage=raw.get("usage") if isinstance(raw.get("usage"), dict) else None,
         turns=raw.get("turns") if isinstance(raw.get("turns"), int) else None,
         message_key=raw.get("message_key") if isinstance(raw.get("message_key"), str) else None,
-        extra={k: copy.deepcopy(v) for k, v in raw.items() if k not in _KNOWN},
+        extra={k: copy_json(v) for k, v in raw.items() if k not in _KNOWN},
     )
 
 

@@ -172,10 +172,16 @@ def tool_that_halted(transcript: Any, style: str) -> str | None:
 
 
 def halted_tool_name(halt: dict[str, Any] | None, transcript: Any, style: str) -> str | None:
-    """The halted tool's name as suspension recorded it (``halt``), or read
-    from the transcript for a Task suspended before halts were recorded."""
+    """The halted tool's name: the call the transcript stopped in (what a
+    resume runs), else as suspension recorded it (``halt``). The transcript
+    comes first: a halt recorded from a turn whose calls shared an id (before
+    those were refused) may name another call of that turn, and who answers
+    and how many approve go by the tool that runs."""
+    found = tool_that_halted(transcript, style)
+    if found:
+        return found
     recorded = (halt or {}).get("tool")
-    return str(recorded) if recorded else tool_that_halted(transcript, style)
+    return str(recorded) if recorded else None
 
 
 def already_answered(event: dict[str, Any], state: str, *, moved_on: bool = False) -> str:

@@ -20,7 +20,7 @@ from .forms import (
     SchemaNotSupported,
     text_help,
 )
-from .reviewers import approvals_needed
+from .reviewers import approvals_needed, requesting_tool
 from .schema_forms import schema_form_class
 
 PREFIX = "edit"
@@ -53,9 +53,8 @@ def answer_form(private: lifecycle.Private, action: str, data: Any = None) -> fo
         return DeclineForm(data, prefix="decline")
     if action == "reply":
         return _reply_class(private.pending or {})(data, prefix="reply")
-    halt = private.halt or {}
-    if action == "edit" and can_edit(private) and approvals_needed(halt.get("tool")) <= 1:
-        return edit_form(halt, data)
+    if action == "edit" and can_edit(private) and approvals_needed(requesting_tool(private)) <= 1:
+        return edit_form(private.halt, data)
     return None
 
 

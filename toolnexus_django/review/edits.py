@@ -19,19 +19,22 @@ from toolnexus import Answer
 from ..agent.transcript import TranscriptError, find_halt, with_arguments
 from ..conf import toolnexus_settings
 from ..lifecycle import Edit, Private
-from ..lifecycle.requests import REVIEWER, AnswerRefused, invalid
+from ..lifecycle.requests import REVIEWER, AnswerRefused, halted_tool_name, invalid
 from ..schemas import violations_of
 
 
 def can_edit(private: Private) -> bool:
     """Whether the waiting Request's call may be edited: an approval, with the
-    tool's input schema known, and ``REVIEW["EDIT_ARGUMENTS"]`` on."""
+    tool's input schema known, and ``REVIEW["EDIT_ARGUMENTS"]`` on. The schema
+    and arguments recorded must be the halted call's: a halt recorded from a
+    turn whose calls shared an id (before those were refused) may be another's."""
     pending = private.pending or {}
     halt = private.halt or {}
     return (
         bool(toolnexus_settings.REVIEW["EDIT_ARGUMENTS"])
         and pending.get("kind") == "approval"
         and isinstance(halt.get("schema"), dict)
+        and halt.get("tool") == halted_tool_name(halt, private.transcript, private.style or "")
     )
 
 
@@ -50,8 +53,8 @@ def edited_transcript(private: Private, given: Answer, arguments: Any, *, role: 
         raise invalid("The edited arguments do not match the tool's input schema", violations)
     style = private.style or "openai"
     try:
-        halted = find_halt(private.transcript, style).halted
-        transcript = with_arguments(private.transcript, style, halted.id, arguments)
+        halt = find_halt(private.transcript, style)
+        transcript = with_arguments(private.transcript, style, halt, arguments)
     except TranscriptError as exc:
         raise AnswerRefused("invalid", f"The call cannot be edited: {exc}") from None
-    return Edit(transcript, halted.arguments, arguments)
+    return Edit(transcript, halt.halted.arguments, arguments)

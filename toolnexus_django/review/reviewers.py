@@ -22,7 +22,7 @@ from django.utils import timezone
 from .. import lifecycle
 from ..conf import toolnexus_settings
 from ..lifecycle import states
-from ..lifecycle.requests import REQUESTER, AnswerRefused, answerers_of
+from ..lifecycle.requests import REQUESTER, AnswerRefused, answerers_of, halted_tool_name
 from ..stores.base import Task, parse_instant
 
 #: The permission that makes a user a reviewer.
@@ -113,11 +113,17 @@ def approvals_needed(tool: str | None) -> int:
 
 def review_state(task: Task) -> dict[str, Any]:
     """Who holds the Task, and how many of the approvals it needs it has."""
-    halt = lifecycle.read(task).halt or {}
+    private = lifecycle.read(task)
     approvals = approvals_of(task)
     return {
         "holder": hold_of(task),
         "done": len(approvals),
         "approvals": approvals,
-        "needed": approvals_needed(halt.get("tool")),
+        "needed": approvals_needed(requesting_tool(private)),
     }
+
+
+def requesting_tool(private: lifecycle.Private) -> str | None:
+    """The tool whose Request the Task waits on: the call its transcript
+    stopped in (what runs once approved), never another call sharing its id."""
+    return halted_tool_name(private.halt, private.transcript, private.style or "")

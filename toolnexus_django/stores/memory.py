@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 import threading
 from datetime import datetime
 
+from ..jsontree import copy_json
 from .base import (
     TERMINAL_STATES,
     DuplicateMessage,
@@ -38,11 +38,11 @@ class InMemoryTaskStore(TaskStore):
     def get(self, id: str) -> Task | None:
         with self._lock:
             task = self._tasks.get(id)
-        return copy.deepcopy(task) if task is not None else None
+        return copy_json(task) if task is not None else None
 
     def save(self, task: Task) -> None:
         tid = task_id_of(task)
-        snapshot = copy.deepcopy(task)
+        snapshot = copy_json(task)
         with self._lock:
             stored = self._tasks.get(tid)
             if state_of(stored) in TERMINAL_STATES:
@@ -53,7 +53,7 @@ class InMemoryTaskStore(TaskStore):
         tid = task_id_of(task)
         key = message_key_of(task)
         add_inline_event(task, None, event)
-        snapshot = copy.deepcopy(task)
+        snapshot = copy_json(task)
         with self._lock:
             if (taken := self._messages.taken(key)) is not None and taken in self._tasks:
                 raise DuplicateMessage(taken)
@@ -70,7 +70,7 @@ class InMemoryTaskStore(TaskStore):
                 return False
             bump_revision(expected, new)
             add_inline_event(new, stored, event)
-            self._tasks[tid] = copy.deepcopy(new)
+            self._tasks[tid] = copy_json(new)
             return True
 
     def waiting_ids(self, expired_by: datetime | None = None) -> list[str]:

@@ -11,6 +11,7 @@ Request's usual rules (``ANSWERERS``, ``TOOL_ANSWERERS``, ``REVIEW``).
 
 from __future__ import annotations
 
+import re
 import string
 import uuid
 from collections.abc import Mapping
@@ -20,6 +21,8 @@ from typing import Any
 
 import toolnexus
 from toolnexus import Answer, ToolResult
+
+from ..jsontree import dumps_shown
 
 _KEYS = {"prompt", "kind", "schema", "data", "expires_in"}
 
@@ -95,7 +98,7 @@ class Approval:
             kind=self.kind,
             # Unique across processes (toolnexus's default ids are per process).
             id=f"{_ID_VERBS.get(self.kind, self.kind)}-{tool}-{uuid.uuid4().hex}",
-            prompt=_PROMPT.format(self.prompt, **arguments),
+            prompt=format_prompt(self.prompt, arguments),
             data=data,
             expiresAt=expires,
         )
@@ -109,10 +112,56 @@ def refused(answer: Answer) -> ToolResult:
     )
 
 
+#: The most of one argument an approval prompt shows, and of the whole prompt:
+#: a prompt is a line for a reviewer (the review page shows the call in full),
+#: and a model may send megabytes in one argument.
+MAX_FIELD_CHARS = 200
+MAX_PROMPT_CHARS = 2000
+
+#: The widest width or precision a field's format spec may ask for: past it
+#: (``{amount:{width}}`` with the model's ``width``) the value is shown as is,
+#: never padded to a gigabyte.
+MAX_SPEC_NUMBER = 100
+
+_SPEC_NUMBER = re.compile(r"\d+")
+
+
+def format_prompt(prompt: str, arguments: Any) -> str:
+    """``prompt`` formatted with the call's ``arguments``, at most
+    :data:`MAX_PROMPT_CHARS` long; never fails on what the model sent."""
+    given = arguments if isinstance(arguments, Mapping) else {}
+    try:
+        text = _PROMPT.vformat(prompt, (), given)
+    except Exception:  # the prompt itself is checked at decoration: still, never fail
+        text = prompt
+    return _cut(text, MAX_PROMPT_CHARS)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _shown(value: Any) -> str:
+    """``value`` as a prompt shows a field it cannot format: strings as they
+    are, containers as JSON (cut in depth), anything else as ``str``; at most
+    :data:`MAX_FIELD_CHARS` long, whatever it is."""
+    if isinstance(value, str):
+        return _cut(value, MAX_FIELD_CHARS)
+    if isinstance(value, dict | list | tuple):
+        return _cut(dumps_shown(value, ensure_ascii=False), MAX_FIELD_CHARS)
+    try:
+        return _cut(str(value), MAX_FIELD_CHARS)
+    except Exception:  # an int past Python's 4300 digits, a str() that raises
+        return f"<{type(value).__name__}>"
+
+
 class _PromptFormatter(string.Formatter):
     """Formats an approval prompt with the call's arguments, never failing on
-    what the model sent: an argument it left out reads as "", and a value
-    its format spec does not fit (``{amount:.2f}`` of a string) as itself."""
+    what the model sent: an argument it left out reads as "", and a value its
+    format spec does not fit (``{amount:.2f}`` of a string, of a 401-digit
+    integer: OverflowError), a conversion that fails (``!r`` of a value nested
+    past the stack) or a spec asking for a huge width reads as the value itself (:func:`_shown`).
+    Every field is cut at :data:`MAX_FIELD_CHARS`."""
 
     def get_value(self, key: int | str, args: Any, kwargs: Mapping[str, Any]) -> Any:
         return kwargs.get(key, "") if isinstance(key, str) else ""
@@ -120,14 +169,23 @@ class _PromptFormatter(string.Formatter):
     def get_field(self, field_name: str, args: Any, kwargs: Mapping[str, Any]) -> Any:
         try:
             return super().get_field(field_name, args, kwargs)
-        except (AttributeError, KeyError, IndexError, TypeError):
+        except Exception:  # an index or attribute the model's value does not have
             return "", field_name
 
-    def format_field(self, value: Any, format_spec: str) -> str:
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
         try:
-            return str(super().format_field(value, format_spec))
-        except (TypeError, ValueError):
-            return str(value)
+            return super().convert_field(value, conversion)
+        except Exception:
+            return _shown(value)
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        numbers = _SPEC_NUMBER.findall(format_spec)
+        if any(len(n) > 3 or int(n) > MAX_SPEC_NUMBER for n in numbers):
+            return _shown(value)
+        try:
+            return _cut(str(super().format_field(value, format_spec)), MAX_FIELD_CHARS)
+        except Exception:  # OverflowError, ValueError, TypeError, RecursionError, ...
+            return _shown(value)
 
 
 _PROMPT = _PromptFormatter()

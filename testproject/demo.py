@@ -13,6 +13,7 @@ The ``file_expense`` here is the app's example tool
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
@@ -20,6 +21,8 @@ from typing import Any
 
 import toolnexus
 from toolnexus import ToolContext, ToolResult
+
+import toolnexus_django
 
 # The approval tool is the app's shipped example (the README's Install names
 # it); re-exported so "testproject.demo.file_expense" keeps working.
@@ -69,6 +72,15 @@ def _ask_requester(question: str, ctx: ToolContext | None = None) -> ToolResult 
 ask_requester = toolnexus.tool(name="ask_requester")(_ask_requester)
 
 
+def payment_reference(idempotency_key: str | None) -> str:
+    """The demo's stand-in for a payment provider: one payment per key. A real
+    provider takes the key as its ``Idempotency-Key`` and answers a repeated
+    key with the first payment, so a call replayed after a crash pays once."""
+    if idempotency_key is None:  # outside a Task's run (a unit test calling it)
+        return f"PAY-{uuid.uuid4().hex[:6].upper()}"
+    return f"PAY-{hashlib.sha256(idempotency_key.encode()).hexdigest()[:6].upper()}"
+
+
 def _pay_supplier(supplier: str, amount: float, ctx: ToolContext | None = None) -> ToolResult | str:
     """Pay a supplier's invoice. Two different reviewers must approve every
     payment (four eyes: the settings' REVIEW["APPROVALS"] says 2)."""
@@ -82,7 +94,11 @@ def _pay_supplier(supplier: str, amount: float, ctx: ToolContext | None = None) 
         )
     if not answer.ok:
         return f"The payment was not approved ({answer.reason or 'declined'}); nothing was paid."
-    return f"Paid {amount:.2f} to {supplier}: PAY-{uuid.uuid4().hex[:6].upper()}."
+    # Not atomic= (the money moves elsewhere): at least once after a crash, so
+    # the provider dedupes by the call's key, which a replay repeats.
+    run = toolnexus_django.current_run()
+    reference = payment_reference(run.idempotency_key if run is not None else None)
+    return f"Paid {amount:.2f} to {supplier}: {reference}."
 
 
 pay_supplier = toolnexus.tool(name="pay_supplier")(_pay_supplier)

@@ -9,6 +9,7 @@ import http.cookiejar
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -25,11 +26,12 @@ class AdminSession:
         self.jar = http.cookiejar.CookieJar()
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
 
-    def _open(self, path: str, data: dict[str, str] | None = None) -> Page:
+    def _open(self, path: str, data: Mapping[str, str | list[str]] | None = None) -> Page:
         body = None
         if data is not None:
             # Django accepts the CSRF cookie's secret itself as the form's token.
-            body = urllib.parse.urlencode({"csrfmiddlewaretoken": self.csrf(), **data}).encode()
+            form = {"csrfmiddlewaretoken": self.csrf(), **data}
+            body = urllib.parse.urlencode(form, doseq=True).encode()  # a list: repeated fields
         request = urllib.request.Request(self.base + path, data=body)
         try:
             with self.opener.open(request, timeout=20) as reply:
@@ -46,7 +48,7 @@ class AdminSession:
     def get(self, path: str) -> Page:
         return self._open(path)
 
-    def post(self, path: str, data: dict[str, str]) -> Page:
+    def post(self, path: str, data: Mapping[str, str | list[str]]) -> Page:
         """POST a form; redirects are followed (the page it lands on)."""
         return self._open(path, data)
 

@@ -32,6 +32,9 @@ def _seen(name: str) -> None:
             approved_by=run.approved_by,
             via=run.via,
             thread=threading.current_thread().name,
+            call_id=run.call_id,
+            turn=run.turn,
+            idempotency_key=run.idempotency_key,
         )
     with _lock:
         SEEN.append((name, said))

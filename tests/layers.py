@@ -47,8 +47,9 @@ ROWS: tuple[tuple[Layer, ...], ...] = (
         ),
         Layer(
             "values",
-            ("strictjson", "bounds", "schemas"),
-            "strict JSON, bounds on what is stored, answer schemas",
+            ("strictjson", "bounds", "schemas", "jsontree"),
+            "strict JSON, bounds on what is stored, answer schemas, "
+            "JSON of any depth walked without recursion",
         ),
         Layer("signals", ("signals",), "the signals a project connects to"),
         Layer("compat", ("compat",), "Django Tasks on Django 5.2 and 6"),
@@ -67,11 +68,13 @@ ROWS: tuple[tuple[Layer, ...], ...] = (
             ("stores", "models", "migrations"),
             "persistence: models, TaskStore, compare-and-set, events",
         ),
+    ),
+    (
         Layer(
             "tools",
             ("tools",),
             "a project's tools: run context, decorator, approvals, "
-            "permissions offered, the connection budget",
+            "exactly-once outcomes, permissions offered, the connection budget",
         ),
     ),
     (

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from tests.utils import task_in
 from toolnexus_django.agent.conversations import DjangoConversationStore, conversation_key
-from toolnexus_django.models import Conversation, TaskRecord
+from toolnexus_django.models import Conversation, TaskRecord, ToolCallOutcome
 from toolnexus_django.stores import DjangoTaskStore
 
 pytestmark = pytest.mark.django_db
@@ -66,3 +66,29 @@ def test_state_filter_age_units_and_conversations() -> None:
 def test_bad_ages_are_clear_errors(bad: str) -> None:
     with pytest.raises(CommandError, match="older-than"):
         run("--older-than", bad)
+
+
+def test_the_recorded_tool_outcomes_no_task_can_replay_go_too() -> None:
+    def outcome(task_id: str, age_days: float) -> None:
+        made = ToolCallOutcome.objects.create(
+            task_id=task_id, turn=1, call_id="c", tool="t", result={"output": "x"}
+        )
+        ToolCallOutcome.objects.filter(pk=made.pk).update(
+            created_at=timezone.now() - timedelta(days=age_days)
+        )
+
+    pruned, waiting, recent_done = (
+        make("completed", 40),
+        make("input-required", 40),
+        make("completed", 1),
+    )
+    for task_id in (pruned, waiting, recent_done):
+        outcome(task_id, 40)
+    outcome("from-a-file-store", 40)  # no row of its own: only its age counts
+    outcome("from-a-file-store-today", 0)
+    assert run() == "deleted 1 task(s) (canceled, completed, failed, rejected)\n" + (
+        "deleted 2 tool call outcome(s)\n"
+    )
+    # A finished Task never replays: its old outcome goes even while the Task stays.
+    left = set(ToolCallOutcome.objects.values_list("task_id", flat=True))
+    assert left == {waiting, "from-a-file-store-today"}

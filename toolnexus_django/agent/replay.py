@@ -22,16 +22,15 @@ and ``anthropic`` (tool_result blocks in a user message) — are handled.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
 from typing import Any
 
 import toolnexus
 from toolnexus import Answer, Request, ToolContext, ToolResult, pending_of
 
-from ..tools.context import answered_call
-from .transcript import Call, TranscriptError, find_halt
-
-HOOK_NAMES = ("before_llm", "after_llm", "before_tool", "after_tool")
+from ..jsontree import copy_json
+from ..tools.context import CallIdentity, answered_call, calling
+from .hooks import hooks_as_dict
+from .transcript import Call, Halt, TranscriptError, find_halt
 
 
 class ResumeError(Exception):
@@ -76,19 +75,9 @@ def declined_result(request: Request, answer: Answer) -> ToolResult:
     return ToolResult(output=f"{answer.reason or 'declined'}: {request.prompt}", is_error=True)
 
 
-def _hooks_as_dict(hooks: Any) -> dict[str, Any]:
-    if hooks is None:
-        return {}
-    if isinstance(hooks, Mapping):
-        return dict(hooks)
-    return {
-        name: getattr(hooks, name) for name in HOOK_NAMES if callable(getattr(hooks, name, None))
-    }
-
-
 def _continuing_client(client: toolnexus.Client, messages: list[dict[str, Any]]) -> Any:
     """A shallow copy of ``client`` whose first turn sends ``messages`` as they are."""
-    hooks = _hooks_as_dict(client.hooks)
+    hooks = hooks_as_dict(client.hooks)
     original_before = hooks.get("before_llm")
 
     async def before_llm(ev: dict[str, Any]) -> dict[str, Any] | None:
@@ -135,15 +124,16 @@ async def continue_run(
     (done, pending again, or incomplete). Runs on the runtime's loop."""
     if answer.id != request.id:
         raise ResumeError(f"the answer is for {answer.id!r}, not the pending {request.id!r}")
-    messages = copy.deepcopy(transcript)
+    messages = copy_json(transcript)  # never copy.deepcopy: a stored value may nest past it
     try:
         halt = find_halt(messages, style)
     except TranscriptError as exc:
         raise ResumeError(str(exc)) from None
 
     if answer.ok:
-        # current_run() in the answered call names the answer and its approvers.
-        with answered_call(answer):
+        # current_run() in the answered call names the answer, its approvers
+        # and the call: its turn and id key an atomic= call's recorded outcome.
+        with answered_call(answer, _identity(halt, halt.halted)):
             result = await toolkit.execute(
                 halt.halted.name, halt.halted.arguments, ToolContext(answer=answer)
             )
@@ -160,7 +150,10 @@ async def continue_run(
     _replace_last(messages, style, _result_entry(style, halt.halted, result))
 
     for call in halt.later:
-        later = await toolkit.execute(call.name, call.arguments)
+        # Made before the run stopped (toolnexus runs a turn's calls at once):
+        # an atomic= one returns its recorded outcome instead of running again.
+        with calling(_identity(halt, call)):
+            later = await toolkit.execute(call.name, call.arguments)
         suspension = pending_of(later)
         if suspension is not None:
             _append(messages, style, _result_entry(style, call, _placeholder(suspension)))
@@ -170,6 +163,10 @@ async def continue_run(
     # The prompt is never sent: the first turn's messages are replaced.
     cancel = handle.token() if handle is not None else None
     return await _continuing_client(client, messages).run("", toolkit, cancel=cancel)
+
+
+def _identity(halt: Halt, call: Call) -> CallIdentity:
+    return CallIdentity(call.id, call.name, halt.message if halt.message >= 0 else None)
 
 
 def _placeholder(request: Request) -> ToolResult:

@@ -35,6 +35,7 @@ from ..runtime.loop import io_threads as io_threads
 from ..runtime.loop import new_event_loop as new_event_loop
 from ..runtime.registry import PerProcess, Stage
 from ..tools import budgeted
+from .hooks import naming_calls
 from .transport import AbandonedCall as AbandonedCall  # where it was defined before
 from .transport import BoundedTransport, BudgetedTransport
 
@@ -124,7 +125,9 @@ class AgentRuntime(LoopThread):
     async def _setup(self) -> None:
         self.toolkit = await self._toolkit_factory()
         made = self._client_factory()
-        self.client = await made if inspect.isawaitable(made) else made
+        client = await made if inspect.isawaitable(made) else made
+        # Each tool call knows its call id (current_run().call_id), however made.
+        self.client = naming_calls(client) if client is not None else None
 
     async def _teardown(self) -> None:
         if self.toolkit is not None:

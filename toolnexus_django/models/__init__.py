@@ -1,5 +1,6 @@
 """The app's database rows, one module per part: a Task's (:mod:`.tasks`),
-push notifications' (:mod:`.push`) and the MCP audit's (:mod:`.mcp`)."""
+push notifications' (:mod:`.push`), the MCP audit's (:mod:`.mcp`) and the
+recorded outcomes of ``atomic=`` tool calls (:mod:`.toolcalls`)."""
 
 # The state sets, importable from here as when this was one module.
 from ..stores.base import AWAITING_HUMAN_STATES, DECISION_KINDS, TERMINAL_STATES
@@ -17,6 +18,7 @@ from .tasks import (
     TaskRecordQuerySet,
     TaskState,
 )
+from .toolcalls import ToolCallOutcome
 
 __all__ = [
     "AWAITING_HUMAN_STATES",
@@ -35,4 +37,5 @@ __all__ = [
     "TaskRecord",
     "TaskRecordQuerySet",
     "TaskState",
+    "ToolCallOutcome",
 ]

@@ -72,7 +72,9 @@ class RunContext:
     ``await run.aowner()`` instead (as Django's ``request.auser()``).
     ``answer`` and ``approved_by`` are set only on the call a person answered:
     toolnexus's ``Answer``, and the usernames of the reviewers who approved
-    it, in the order they did (two for a four-eyes tool).
+    it, in the order they did (two for a four-eyes tool). ``call_id`` and
+    ``tool_name`` name the tool call being made (the model's id for it), and
+    :attr:`idempotency_key` is the key to dedupe its side effects with.
     """
 
     task_id: str | None
@@ -81,11 +83,19 @@ class RunContext:
     approved_by: tuple[str, ...] = ()
     #: Where the run came from: "a2a" (a Task) or "mcp" (a tools/call).
     via: str = "a2a"
+    #: The tool call being made (None between calls): the model's id for it, the
+    #: tool's name, and where it is in the Task's transcript (the index of the
+    #: model's message that made it; a model may reuse its ids on later turns).
+    call_id: str | None = None
+    tool_name: str | None = None
+    turn: int | None = None
     _owner: _Owner = dataclasses.field(default_factory=lambda: _Owner(None), repr=False)
     #: Tool names this run may call, when the runner worked them out (None: not known).
     _offered: frozenset[str] | None = dataclasses.field(default=None, repr=False)
     #: The answer being resumed and its approvers, until the answered call is made.
     _resumed: tuple[Answer, tuple[str, ...]] | None = dataclasses.field(default=None, repr=False)
+    #: Where the model's next message goes in the transcript (the run's contexts share it).
+    _next_turn: _NextTurn = dataclasses.field(default_factory=lambda: _NextTurn(), repr=False)
 
     @property
     def owner(self) -> Any:
@@ -103,6 +113,16 @@ class RunContext:
     def owner_id(self) -> str | None:
         """The owner as the Task stores it: the user's pk as text, or None (anonymous)."""
         return self._owner.owner_id
+
+    @property
+    def idempotency_key(self) -> str | None:
+        """A key for this tool call that a replay of the same call repeats
+        (``"<task id>:<turn>:<call id>"``): hand it to the service the tool
+        acts on (a payment provider's ``Idempotency-Key``, a unique column) so
+        a call replayed after a crash acts once. None outside a Task's tool call."""
+        if self.task_id is None or self.call_id is None or self.turn is None:
+            return None
+        return f"{self.task_id}:{self.turn}:{self.call_id}"
 
     def offers(self, name: str) -> bool | None:
         """Whether the model was offered tool ``name`` on this run (None: not worked out)."""
@@ -155,9 +175,10 @@ def running(run: RunContext | None) -> Iterator[RunContext | None]:
 
 
 @contextmanager
-def answered_call(answer: Answer) -> Iterator[RunContext | None]:
+def answered_call(answer: Answer, call: CallIdentity | None = None) -> Iterator[RunContext | None]:
     """The context of the call a person answered: the run's, with ``answer``
-    and — when it echoes the Request being resumed — the approvers."""
+    and — when it echoes the Request being resumed — the approvers (and the
+    call itself, when the caller knows which it is)."""
     run = _current.get()
     if run is None:
         yield None
@@ -165,8 +186,65 @@ def answered_call(answer: Answer) -> Iterator[RunContext | None]:
     approved: tuple[str, ...] = ()
     if run._resumed is not None and run._resumed[0].id == answer.id and answer.ok:
         approved = run._resumed[1]
-    with running(dataclasses.replace(run, answer=answer, approved_by=approved)) as call:
-        yield call
+    answered = dataclasses.replace(run, answer=answer, approved_by=approved)
+    with running(answered if call is None else call.of(answered)) as made:
+        yield made
+
+
+@dataclasses.dataclass(frozen=True)
+class CallIdentity:
+    """One tool call of the model: its id, the tool, and the index in the
+    Task's transcript of the model's message that made it."""
+
+    id: str | None
+    tool_name: str | None
+    turn: int | None
+
+    def of(self, run: RunContext) -> RunContext:
+        """``run``'s context for this call."""
+        return dataclasses.replace(run, call_id=self.id, tool_name=self.tool_name, turn=self.turn)
+
+
+@contextmanager
+def calling(call: CallIdentity) -> Iterator[RunContext | None]:
+    """The context of one tool call of the run: the run's, naming the call."""
+    run = _current.get()
+    if run is None:
+        yield None
+        return
+    with running(call.of(run)) as made:
+        yield made
+
+
+class _NextTurn:
+    """Where the model's next message goes in the transcript."""
+
+    position: int | None = None
+
+
+def note_turn(messages: list[Any]) -> None:
+    """toolnexus's ``before_llm`` hook, with the messages the model is sent:
+    its answer (and the tool calls in it) will be the next message."""
+    run = _current.get()
+    if run is not None:
+        run._next_turn.position = len(messages)
+
+
+def name_call(event: dict[str, Any]) -> None:
+    """toolnexus's ``before_tool`` hook: the call about to run is ``event``'s
+    (its ``id`` and ``name``), made on the turn :func:`note_turn` noted.
+    toolnexus runs each call of a turn as an asyncio task of its own, with the
+    hook inside it: setting the run's context here names the call for that
+    task alone, until it ends."""
+    run = _current.get()
+    if run is not None:
+        call_id, name = event.get("id"), event.get("name")
+        call = CallIdentity(
+            None if call_id is None else str(call_id),
+            None if name is None else str(name),
+            run._next_turn.position,
+        )
+        _current.set(call.of(run))
 
 
 def within(run: RunContext | None, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -9,7 +9,9 @@ returns goes in ``TOOLNEXUS["TOOLKIT"]["tools"]`` like any tool), plus:
   refused without running the body;
 * ``atomic=`` — the body's database work in one ``transaction.atomic()``: an
   exception leaves nothing written (and is reported to the model as a tool
-  error, as toolnexus reports any);
+  error, as toolnexus reports any); the call's result is recorded in the
+  same transaction, so a replay of the call after a crash returns it instead
+  of running the body again (:mod:`.outcomes`: exactly once);
 * ``approval=`` — the body runs only after a person approves the call
   (:mod:`.approval`);
 * every call within the process's connection budget (:mod:`.budget`), with
@@ -32,6 +34,7 @@ from .approval import Approval, refused
 from .budget import in_tool_thread, within_connection_budget
 from .context import RunContext, answered_call, current_run
 from .offered import refusal_text
+from .outcomes import atomically
 
 
 @dataclasses.dataclass
@@ -196,16 +199,9 @@ def _on_tool_thread(fn: Callable[..., Any], alias: str | None) -> Callable[..., 
         call = functools.partial(fn, *args, **kwargs)
         if alias is None:
             return await in_tool_thread(call)
-        return await in_tool_thread(functools.partial(_atomically, alias, call))
+        return await in_tool_thread(functools.partial(atomically, alias, call))
 
     return body
-
-
-def _atomically(alias: str, call: Callable[[], Any]) -> Any:
-    from django.db import transaction
-
-    with transaction.atomic(using=alias):
-        return call()
 
 
 async def _refusal(name: str, permissions: tuple[str, ...], run: RunContext | None) -> str | None:

@@ -3,7 +3,8 @@
 Only terminal Tasks (completed, failed, canceled, rejected) are ever pruned —
 a Task that runs or waits on a person is never touched. Works on the django
 store (it deletes TaskRecord rows, in batches, and the conversations no
-remaining Task refers to with ``--conversations``)."""
+remaining Task refers to with ``--conversations``), and the recorded outcomes
+of ``atomic=`` tool calls that no Task can replay any more."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
-from ...models import TERMINAL_STATES, Conversation, PushConfig, TaskRecord
+from ...models import TERMINAL_STATES, Conversation, PushConfig, TaskRecord, ToolCallOutcome
 from ...push.locks import lock_configs
 
 BATCH = 1000
@@ -77,7 +78,9 @@ class Command(BaseCommand):
                 lock_configs(PushConfig.objects.using(using).filter(task_id__in=ids))
                 _, by_model = TaskRecord.objects.using(using).filter(pk__in=ids).delete()
                 deleted += by_model.get(TaskRecord._meta.label, 0)
+                ToolCallOutcome.objects.using(using).filter(task_id__in=ids).delete()
         self.stdout.write(f"deleted {deleted} task(s) ({', '.join(states)})")
+        self._prune_outcomes(using, cutoff)
         if options["conversations"]:
             orphans = (
                 Conversation.objects.using(using)
@@ -86,3 +89,12 @@ class Command(BaseCommand):
             )
             count = orphans.delete()[0]
             self.stdout.write(f"deleted {count} conversation(s)")
+
+    def _prune_outcomes(self, using: str, cutoff: Any) -> None:
+        """Recorded tool outcomes older than the cutoff whose Task no longer
+        runs or waits (a replay is the only reader), whatever store it was in."""
+        live = TaskRecord.objects.using(using).exclude(state__in=TERMINAL_STATES)
+        old = ToolCallOutcome.objects.using(using).filter(created_at__lt=cutoff)
+        count = old.exclude(task_id__in=live.values("pk")).delete()[0]
+        if count:
+            self.stdout.write(f"deleted {count} tool call outcome(s)")

@@ -1,6 +1,6 @@
 """The package's layout: each layer imports only the layers below it (the map
-in tests/layers.py, rendered into docs/explanation/architecture.md), and no module
-grows far past 400 lines."""
+in tests/layers.py, rendered into docs/explanation/architecture.md). The
+modules' and functions' lengths: tests/test_code_shape.py."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from tests.layers import (
     Layer,
     imported_tops,
     misplaced,
-    modules,
     render,
     violations,
     with_map,
@@ -40,15 +39,6 @@ def test_the_architecture_page_shows_the_map_of_tests_layers() -> None:
     assert with_map(document, render(ROWS)) == document, (
         f"{ARCHITECTURE.name}'s map differs from tests/layers.py: run `{WRITE_COMMAND}`"
     )
-
-
-def test_no_module_is_much_over_400_lines() -> None:
-    long = {
-        str(p.relative_to(PACKAGE)): n
-        for p in modules(PACKAGE)
-        if (n := len(p.read_text().splitlines())) > 440
-    }
-    assert long == {}
 
 
 # -- the check bites: a small package with planted imports ----------------------

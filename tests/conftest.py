@@ -9,13 +9,14 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fakes import FakeLLM
 
-pytest_plugins = ["tests.fakes.pytest_plugin"]
+pytest_plugins = ["tests.fakes.pytest_plugin", "tests.budget", "tests.wheelhouse"]
 
 #: The suite scripts the model to call the app's *example* file_expense, from
 #: anonymous callers and all, on an endpoint without authentication: it runs
@@ -28,7 +29,8 @@ os.environ["DEMO_AGENT"] = "example"
 
 def pytest_configure(config: pytest.Config) -> None:
     """This process read testproject.settings before this file (pytest-django
-    loads the settings first): give it the agent its children get."""
+    loads the settings first): give it the agent its children get, and cheap
+    password hashes."""
     from django.conf import settings
     from django.test.utils import override_settings
 
@@ -39,14 +41,49 @@ def pytest_configure(config: pytest.Config) -> None:
             **settings.TOOLNEXUS,
             "TOOLKIT": toolkit,
             "AUTHENTICATION_CLASSES": example["authentication"],
-        }
+        },
+        # Cheap password hashes for the users tests make (tests/hashers.py).
+        PASSWORD_HASHERS=["tests.hashers.FastPBKDF2PasswordHasher"],
     ).enable()
+
+
+#: Tests whose outcome cannot depend on the suite's database: they read the
+#: documentation and the code, build and install the package, or run the
+#: benchmark scripts and the README's own project, each on a database of its
+#: own making (they drop DATABASE_URL). Marked ``once``: CI runs them in its
+#: SQLite run only (.ci/run says so); on PostgreSQL they would repeat exactly.
+ONCE = (
+    "tests/docs/",
+    "tests/packaging/",
+    "tests/benchmarks/",
+    "tests/e2e/test_install_pastes.py",
+    "tests/test_budget.py",
+    "tests/test_code_shape.py",
+    "tests/test_fake_llm.py",
+    "tests/test_layout.py",
+    "tests/test_names.py",
+)
+
+
+#: The most workers ``-n auto`` starts (pyproject.toml's addopts): each
+#: worker's tests start servers and open database sessions of their own
+#: (PostgreSQL allows 100 by default). Measured on 2 cores: 2 workers halve
+#: the suite's time (benchmarks/RESULTS.md, "CI's time").
+MAX_WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that starts a live server is slow (``-m "not slow"`` starts
-    none); tests that start subprocesses say so themselves (see below)."""
+    none); tests that start subprocesses say so themselves (see below).
+    Tests in :data:`ONCE` are marked ``once``."""
+    root = Path(__file__).resolve().parent.parent
     for item in items:
+        if item.path.resolve().relative_to(root).as_posix().startswith(ONCE):
+            item.add_marker(pytest.mark.once)
         names = set(getattr(item, "fixturenames", ()))
         if names & {"live_server", "asgi_server", "agent_url"}:
             item.add_marker(pytest.mark.slow)

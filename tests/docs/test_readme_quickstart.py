@@ -26,6 +26,7 @@ from tests.e2e.test_install_pastes import (
     with_port,
 )
 from tests.servers import free_port, server_group
+from tests.wheelhouse import offline
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,7 @@ PROMPT = "Approve an expense claim of 42.00 for 'a taxi'?"
 
 
 def test_a_newcomer_reaches_an_approved_completed_task_by_following_the_readme(
-    tmp_path: Path,
+    tmp_path: Path, wheelhouse: Path
 ) -> None:
     (serve_block,) = blocks(QUICK_START)
     people_block, send_block = blocks(FIRST_APPROVAL)
@@ -44,7 +45,7 @@ def test_a_newcomer_reaches_an_approved_completed_task_by_following_the_readme(
         assert said in steps, said
 
     checkout = copy_checkout(tmp_path / "toolnexus-django")
-    env = child_env()
+    env = child_env(**offline(wheelhouse))  # pip's packages from the run's wheelhouse
     port = free_port()
     argv = ["bash", "-e", "-c", with_port(serve_block.text, port)]
     with server_group(argv, checkout, tmp_path / "serve.log", env, port) as server:

@@ -33,6 +33,7 @@ from tests.conftest import RpcClient
 from tests.docs.test_readme_blocks import INSTALL, ROOT, blocks
 from tests.fakes import FakeLLM, Text, ToolCall
 from tests.servers import Served, free_port, server_group
+from tests.wheelhouse import offline
 
 pytestmark = pytest.mark.slow
 
@@ -155,14 +156,21 @@ def install_blocks() -> tuple[str, str, str, str]:
     return install, settings_part, urls_part, then
 
 
-def test_the_readme_install_pastes_into_a_fresh_startproject(tmp_path: Path) -> None:
+def test_the_readme_install_pastes_into_a_fresh_startproject(
+    tmp_path: Path, wheelhouse: Path
+) -> None:
     install, settings_part, urls_part, then = install_blocks()
     # Named like the URL's last segment: the clone gets the directory name README uses.
     origin = copy_checkout(tmp_path / "upstream" / "toolnexus-django.git", git=True)
-    # A newcomer's virtualenv, active (its bin/ first on PATH).
+    # A newcomer's virtualenv, active (its bin/ first on PATH); pip's packages
+    # from the run's wheelhouse (tests/wheelhouse.py) rather than the index.
     venv = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    env = child_env(PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", VIRTUAL_ENV=str(venv))
+    env = child_env(
+        PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        VIRTUAL_ENV=str(venv),
+        **offline(wheelhouse),
+    )
     site = tmp_path / "site"
     site.mkdir()
     sh(install.replace(CLONE_URL, str(origin)), site, env, timeout=300)

@@ -43,9 +43,11 @@ from toolnexus_django.testing import run_task
 
 HEADERS = {"Content-Type": "application/json", "Authorization": "Bearer k"}
 PAYLOAD = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-#: How long each trickle goes on (far past every deadline here), and a deadline.
+#: How long each trickle goes on (far past every deadline here), a deadline,
+#: and how often a byte comes (several per deadline: each read gets one in time).
 TRICKLE_SECONDS = 15
-DEADLINE = 0.6
+DEADLINE = 0.3
+EVERY = 0.05
 
 
 def chat_url(fake: FakeLLM) -> str:
@@ -93,7 +95,7 @@ def test_a_trickled_answer_ends_the_call_at_its_timeout(
 ) -> None:
     if path == "urllib":
         request.getfixturevalue("via_proxy")
-    fake_llm.push(Trickle(headers=slow == "headers", max_seconds=TRICKLE_SECONDS))
+    fake_llm.push(Trickle(EVERY, headers=slow == "headers", max_seconds=TRICKLE_SECONDS))
     transport = BoundedTransport(1 << 20)
     with pytest.raises(ModelCallTimeout, match="did not answer within"):
         call(transport, path, chat_url(fake_llm), DEADLINE)
@@ -107,7 +109,7 @@ def test_a_trickled_answer_ends_the_call_at_its_timeout(
 def test_a_run_timeout_shorter_than_the_calls_ends_it(fake_llm: FakeLLM) -> None:
     """``BudgetedTransport``: the call's timeout clamped to the run's time
     left (RUN_TIMEOUT) bounds the whole call too."""
-    fake_llm.push(Trickle(max_seconds=TRICKLE_SECONDS))
+    fake_llm.push(Trickle(EVERY, max_seconds=TRICKLE_SECONDS))
     transport = BudgetedTransport(BoundedTransport(1 << 20))
     with within_budget(RunBudget(DEADLINE)), pytest.raises(TimeoutError):
         transport.post(chat_url(fake_llm), HEADERS, PAYLOAD, 120.0)
@@ -116,7 +118,7 @@ def test_a_run_timeout_shorter_than_the_calls_ends_it(fake_llm: FakeLLM) -> None
 
 def test_a_canceled_runs_trickling_call_ends_at_once(fake_llm: FakeLLM) -> None:
     """A run abandoned (canceled) mid-call cuts the call: its IO thread is free."""
-    fake_llm.push(Trickle(max_seconds=TRICKLE_SECONDS))
+    fake_llm.push(Trickle(EVERY, max_seconds=TRICKLE_SECONDS))
     transport = BudgetedTransport(BoundedTransport(1 << 20))
     budget = RunBudget(None)
     outcome: list[BaseException] = []
@@ -233,8 +235,8 @@ def test_a_trickling_model_fails_the_task_at_timeout_ms(configure: Any, fake: Fa
     """With retries on: toolnexus reads the timeout as its own (RunTimeout),
     not retried; the Task says it in words; the next Task is served."""
     client = configure(fake)["CLIENT"]
-    configure(fake, client={**client, "timeout_ms": 1000, "retries": 2})
-    fake.on("trickle marker", Trickle(max_seconds=TRICKLE_SECONDS))
+    configure(fake, client={**client, "timeout_ms": 400, "retries": 2})
+    fake.on("trickle marker", Trickle(EVERY, max_seconds=TRICKLE_SECONDS))
 
     failed = run_task("trickle marker: file my receipt")
     assert (failed.state, failed.text) == ("failed", "The model did not answer in time")
@@ -253,7 +255,7 @@ def test_a_trickling_model_is_cut_off_at_run_timeout(configure: Any, fake_llm: F
     call does not go on trickling on an IO thread."""
     client = configure(fake_llm)["CLIENT"]
     configure(fake_llm, client={**client, "timeout_ms": 120_000}, RUN_TIMEOUT=1)
-    fake_llm.on("trickle marker", Trickle(max_seconds=TRICKLE_SECONDS))
+    fake_llm.on("trickle marker", Trickle(EVERY, max_seconds=TRICKLE_SECONDS))
 
     failed = run_task("trickle marker: file my receipt")
     assert (failed.state, failed.text) == ("failed", "The run took longer than RUN_TIMEOUT (1s)")

@@ -1,6 +1,7 @@
 """The built package as a user gets it from a package index.
 
-The wheel is installed into a fresh venv (its dependencies from pip's index),
+The wheel is installed into a fresh venv (its dependencies from the run's
+wheelhouse, tests/wheelhouse.py, as they would come from pip's index),
 and from a directory outside this checkout, with nothing of the checkout on
 the path: ``django-admin startproject``, the app in ``INSTALLED_APPS``,
 ``manage.py check``, and the seed's three examples against the installed app
@@ -33,6 +34,7 @@ from toolnexus import sanitize
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Text
 from tests.servers import Served, free_port, server_group
+from tests.wheelhouse import offline
 
 pytestmark = pytest.mark.slow
 
@@ -125,16 +127,16 @@ urlpatterns += [path("agent/", include("toolnexus_django.urls"))]
 
 
 @pytest.fixture(scope="module")
-def site(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Site:
+def site(dist: Dist, wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Site:
     """A fresh venv holding the wheel, and a new project using the app."""
     home = tmp_path_factory.mktemp("fresh")
     venv = home / "venv"
     run([sys.executable, "-m", "venv", venv], cwd=home, env=clean_env())
-    # Dependencies from the index (pip's cache makes it quick); the app from the wheel only.
+    # Dependencies from the run's wheelhouse (tests/wheelhouse.py); the app from the wheel only.
     run(
         [venv / "bin" / "pip", "install", "-q", dist.wheel],
         cwd=home,
-        env=clean_env(),
+        env=clean_env(**offline(wheelhouse)),
     )
     project = home / "site"
     project.mkdir()

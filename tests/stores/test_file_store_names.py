@@ -121,7 +121,10 @@ def test_finishing_one_alike_id_does_not_block_the_others(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    "tid", [str(uuid.uuid4()), "t1", "t9", "contended-task", "z" * 250], ids=lambda t: t[:40]
+    "tid",
+    [str(uuid.uuid4()), "t1", "t9", "contended-task", "z" * 250],
+    # The same ids in every process that collects them (xdist's workers compare).
+    ids=["a-uuid", "t1", "t9", "contended-task", "250-chars"],
 )
 def test_unchanged_ids_keep_the_seeds_file_name(tid: str, tmp_path: Path) -> None:
     """Server-made ids (UUIDs) and the seed's example ids: ``<id>.json``."""

@@ -4,6 +4,7 @@ Run CI with every test's time printed, then read its log::
 
     CI_DURATIONS=0 bash .ci/run > ci.log 2>&1
     python benchmarks/ci_times.py ci.log            # Markdown, for benchmarks/RESULTS.md
+    python benchmarks/ci_times.py ci.log --before old.log   # the runs side by side
 
 It prints each step's time (the ``== <step>  (t+Ns)`` headings), and for each
 test run (SQLite, PostgreSQL, the newest pair) its wall time and test count,
@@ -89,12 +90,46 @@ def report(log: Path, top: int) -> str:
     return "\n".join(out)
 
 
+def compare(before: Path, after: Path) -> str:
+    """Each run's count and wall time, and its tests' time per directory,
+    before and after, side by side."""
+    old = {r.name: r for r in runs(before.read_text(errors="replace").splitlines())}
+    new = {r.name: r for r in runs(after.read_text(errors="replace").splitlines())}
+    names = [n for n in RUNS.values() if n in old or n in new]
+    out = ["| run | before | after |", "|---|---|---|"]
+    for name in names:
+        cells = [
+            f"{r.counts} in {r.wall:.0f} s" if (r := side.get(name)) else "-" for side in (old, new)
+        ]
+        out.append(f"| {name} | {cells[0]} | {cells[1]} |")
+    dirs = {d: 0.0 for side in (old, new) for r in side.values() for d in r.per_directory()}
+    for side in (old, new):
+        for r in side.values():
+            for d, seconds in r.per_directory().items():
+                dirs[d] += seconds
+    header = [f"{n} {when}" for when in ("before", "after") for n in names]
+    out += ["", "| directory | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
+    for d in sorted(dirs, key=dirs.__getitem__, reverse=True):
+        row = [
+            f"{side[n].per_directory()[d]:.0f}"
+            if n in side and d in side[n].per_directory()
+            else "-"
+            for side in (old, new)
+            for n in names
+        ]
+        out.append(f"| {d} | " + " | ".join(row) + " |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("log", type=Path, help="the output of .ci/run")
     parser.add_argument("--top", type=int, default=30, help="how many slowest tests (30)")
+    parser.add_argument(
+        "--before", type=Path, help="an earlier run's log: its runs and directories beside these"
+    )
     args = parser.parse_args(argv)
-    print(report(args.log, args.top))
+    print(compare(args.before, args.log) if args.before else report(args.log, args.top))
     return 0
 
 

@@ -44,3 +44,13 @@ def test_it_reads_steps_runs_directories_and_the_slowest(tmp_path: Path) -> None
     text = TIMES["report"](log, 1)
     assert "| `tests/a2a/test_x.py::test_one` | 4.5 |" in text
     assert "**PostgreSQL**: 1 passed in 5 s" in text
+
+
+def test_two_runs_side_by_side(tmp_path: Path) -> None:
+    before, after = tmp_path / "before.log", tmp_path / "after.log"
+    before.write_text(LOG)
+    after.write_text(LOG.replace("2.50s call     tests/a2a", "0.50s call     tests/a2a"))
+    text = TIMES["compare"](before, after)
+    assert "| SQLite | 3 passed, 1 skipped in 9 s | 3 passed, 1 skipped in 9 s |" in text
+    assert "| a2a | 4 | - | 2 | - |" in text  # SQLite before, PostgreSQL before, after...
+    assert "| e2e | - | 4 | - | 4 |" in text

@@ -21,7 +21,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..jsontree import copy_json, dumps_shown
+from ..jsontree import copy_json, depth, dumps_shown
+from .modelanswer import MAX_ANSWER_NESTING
 
 
 class TranscriptError(Exception):
@@ -93,9 +94,12 @@ def parse_args(raw: Any) -> Any:
         return raw
     if isinstance(raw, str):
         try:
-            return json.loads(raw or "{}")
+            parsed = json.loads(raw or "{}")
         except (ValueError, RecursionError):  # deeper than this stack parses: as text
             return raw
+        # Deeper than any answer read today: as text too, whatever this Python
+        # parses (3.11's json gives out near 1,000 levels, 3.13's far deeper).
+        return raw if depth(parsed, MAX_ANSWER_NESTING) > MAX_ANSWER_NESTING else parsed
     return raw if raw is not None else {}
 
 

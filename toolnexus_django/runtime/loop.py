@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import inspect
 import logging
 import os
 import threading
@@ -220,6 +221,8 @@ class LoopThread:
             raise
         finally:
             budget.abandon()
+            if inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+                coro.close()  # stopped before it began: no "never awaited" warning
 
 
 #: How long the runs still on the loop when it stops get to end once canceled.

@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -142,19 +142,46 @@ def grpc_env() -> dict[str, str]:
     return {"TOOLNEXUS_GRPC_ADDRESS": f"127.0.0.1:{free_port()}"}
 
 
-def run_against_server(
-    tmp_path: Path, fake: FakeLLM, scenario: Callable[[str], Awaitable[None]]
-) -> None:
-    with serve(tmp_path, env={**fake_env(fake), **grpc_env()}) as server:
+@dataclass
+class Agent:
+    """The module's server and its model: the scenarios share one."""
+
+    base: str
+    fake: FakeLLM
+
+    def run(self, scenario: Callable[[str], Awaitable[None]]) -> None:
+        asyncio.run(scenario(self.base))
+
+
+@pytest.fixture(scope="module")
+def served_agent(django_db_setup: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
+    """One ``toolnexus_serve`` (gRPC on) and its fake model for the module:
+    no scenario changes or stops the server, and the test database is
+    emptied between them, so each sees only its own Tasks (the paging
+    scenario counts them; tests/serving/test_shared_server.py)."""
+    with (
+        FakeLLM(style="openai") as fake,
+        serve(
+            tmp_path_factory.mktemp("sdk-server"), env={**fake_env(fake), **grpc_env()}
+        ) as server,
+    ):
         card = server.wait_ready()
         assert card["capabilities"]["streaming"] is True
-        asyncio.run(scenario(server.base))
+        yield Agent(server.base, fake)
+
+
+@pytest.fixture
+def agent(served_agent: Agent) -> Agent:
+    served_agent.fake.reset()  # the scripts the scenario before left
+    return served_agent
 
 
 # -- the scenarios ---------------------------------------------------------------------
 
 
-def test_send_then_poll_to_completed(fake_llm: FakeLLM, tmp_path: Path) -> None:
+def test_send_then_poll_to_completed(agent: Agent) -> None:
+    fake_llm = agent.fake
+
     async def scenario(base: str) -> None:
         for transport in TRANSPORTS:
             fake_llm.on(f"summarise via {transport}", Text(f"summary over {transport}"))
@@ -170,10 +197,12 @@ def test_send_then_poll_to_completed(fake_llm: FakeLLM, tmp_path: Path) -> None:
                 with pytest.raises(TaskNotFoundError):
                     await client.get_task(GetTaskRequest(id="no-such-task"))
 
-    run_against_server(tmp_path, fake_llm, scenario)
+    agent.run(scenario)
 
 
-def test_blocking_send_returns_the_finished_task(fake_llm: FakeLLM, tmp_path: Path) -> None:
+def test_blocking_send_returns_the_finished_task(agent: Agent) -> None:
+    fake_llm = agent.fake
+
     async def scenario(base: str) -> None:
         for transport in TRANSPORTS:
             fake_llm.on(f"wait via {transport}", Text("finished before the answer"))
@@ -185,10 +214,12 @@ def test_blocking_send_returns_the_finished_task(fake_llm: FakeLLM, tmp_path: Pa
                 assert task.status.state == TaskState.TASK_STATE_COMPLETED
                 assert text_of(task) == "finished before the answer"
 
-    run_against_server(tmp_path, fake_llm, scenario)
+    agent.run(scenario)
 
 
-def test_input_required_then_continue_with_the_task_id(fake_llm: FakeLLM, tmp_path: Path) -> None:
+def test_input_required_then_continue_with_the_task_id(agent: Agent) -> None:
+    fake_llm = agent.fake
+
     async def scenario(base: str) -> None:
         for transport in TRANSPORTS:
             fake_llm.push(EXPENSE, ASK, Text(f"trip booked via {transport}"))
@@ -219,10 +250,12 @@ def test_input_required_then_continue_with_the_task_id(fake_llm: FakeLLM, tmp_pa
                 assert done.status.state == TaskState.TASK_STATE_COMPLETED
                 assert text_of(done) == f"trip booked via {transport}"
 
-    run_against_server(tmp_path, fake_llm, scenario)
+    agent.run(scenario)
 
 
-def test_cancel(fake_llm: FakeLLM, tmp_path: Path) -> None:
+def test_cancel(agent: Agent) -> None:
+    fake_llm = agent.fake
+
     async def scenario(base: str) -> None:
         for transport in TRANSPORTS:
             fake_llm.push(EXPENSE, Hang(max_seconds=20, then=Text("never seen")))
@@ -245,11 +278,13 @@ def test_cancel(fake_llm: FakeLLM, tmp_path: Path) -> None:
                 with pytest.raises(TaskNotFoundError):
                     await client.cancel_task(CancelTaskRequest(id="no-such-task"))
 
-    run_against_server(tmp_path, fake_llm, scenario)
+    agent.run(scenario)
 
 
 @pytest.mark.parametrize("transport", ["v1.0", "rest", "grpc"])
-def test_list_tasks_paging_v1(fake_llm: FakeLLM, tmp_path: Path, transport: str) -> None:
+def test_list_tasks_paging_v1(agent: Agent, transport: str) -> None:
+    fake_llm = agent.fake
+
     async def scenario(base: str) -> None:
         fake_llm.default = Text("listed")
         async with sdk_client(base, transport) as client:
@@ -280,10 +315,12 @@ def test_list_tasks_paging_v1(fake_llm: FakeLLM, tmp_path: Path, transport: str)
             )
             assert len(completed.tasks) == 6
 
-    run_against_server(tmp_path, fake_llm, scenario)
+    agent.run(scenario)
 
 
-def test_streaming_to_the_final_event(fake_llm: FakeLLM, tmp_path: Path) -> None:
+def test_streaming_to_the_final_event(agent: Agent) -> None:
+    fake_llm = agent.fake
+
     async def scenario(base: str) -> None:
         for transport in TRANSPORTS:
             fake_llm.on(f"stream via {transport}", Text(f"streamed over {transport}"))
@@ -312,4 +349,4 @@ def test_streaming_to_the_final_event(fake_llm: FakeLLM, tmp_path: Path) -> None
                 rest = [e async for e in stream]
                 assert rest[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
 
-    run_against_server(tmp_path, fake_llm, scenario)
+    agent.run(scenario)

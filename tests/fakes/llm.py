@@ -477,6 +477,17 @@ class FakeLLM:
         with self._cond:
             return self._hung_up
 
+    def reset(self) -> None:
+        """Forget every script and the default, and let held requests go: the
+        fake as it started (its requests recorded so far stay). For a fake
+        that several tests share."""
+        with self._cond:
+            self._queue.clear()
+            self._keyed.clear()
+            self.default = Text("done")
+            self.respond = None
+        self.release()
+
     def release(self) -> None:
         """Let every currently held request go (each answers its Hang's ``then`` or default).
 

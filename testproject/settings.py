@@ -3,8 +3,13 @@
 DATABASE_URL      default sqlite:///<repo>/var/db.sqlite3 (also sqlite:////abs/path,
                   postgres://user@host:port/name)
 TOOLNEXUS_STORE   default "django" ("memory", "file:<dir>", "django")
-TOOLNEXUS_TASK_BACKEND  unset: the in-process backend; "database": django-tasks-db
+TOOLNEXUS_TASK_BACKEND  unset: the in-process backend; "database": django-tasks-db;
+                  "rq": django-tasks-rq (manage.py rqworker --job-class django_tasks_rq.Job)
+TOOLNEXUS_RQ_URL  the Redis of the "rq" backend (default redis://127.0.0.1:6379/0; the
+                  tests give each test a database number of its own)
 TOOLNEXUS_LEASE_SECONDS / _MAX_ATTEMPTS / _REQUEUE_AFTER / _SWEEP_INTERVAL: recovery timing
+TOOLNEXUS_EVENT_POLL_INTERVAL / _EVENT_FALLBACK_POLL_INTERVAL: the wake-ups' polls, seconds
+TOOLNEXUS_EVENT_LISTENER  unset: LISTEN on the store's database; "off": poll only; or a DSN
 TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES: the bound on a model answer (benchmarks/model_answer_rss.py)
 TOOLNEXUS_MCP_TOOLS  unset: no MCP endpoint; "__all__" or comma-separated tool names
 TOOLNEXUS_GRPC_ADDRESS  unset: no gRPC; "host:port": toolnexus_serve serves gRPC there too
@@ -204,6 +209,12 @@ TOOLNEXUS = {
     "MAX_ATTEMPTS": int(os.environ.get("TOOLNEXUS_MAX_ATTEMPTS", "3")),
     "REQUEUE_AFTER": float(os.environ.get("TOOLNEXUS_REQUEUE_AFTER", "60")),
     "EXPIRY_SWEEP_INTERVAL": float(os.environ.get("TOOLNEXUS_SWEEP_INTERVAL", "5")),
+    # Wake-ups across processes (the cross-server tests slow the polls to 30 s:
+    # only NOTIFY can then wake a stream in time).
+    "EVENT_POLL_INTERVAL": float(os.environ.get("TOOLNEXUS_EVENT_POLL_INTERVAL", "0.2")),
+    "EVENT_FALLBACK_POLL_INTERVAL": float(
+        os.environ.get("TOOLNEXUS_EVENT_FALLBACK_POLL_INTERVAL", "5")
+    ),
     # Capacity (the scale tests and benchmarks set these).
     "MAX_RUNS": int(os.environ.get("TOOLNEXUS_MAX_RUNS", "256")),
     "READ_TIMEOUT": float(os.environ.get("TOOLNEXUS_READ_TIMEOUT", "30")),
@@ -231,6 +242,11 @@ if os.environ.get("TOOLNEXUS_DATABASE_THREADS"):
     TOOLNEXUS["DATABASE_THREADS"] = int(os.environ["TOOLNEXUS_DATABASE_THREADS"])
 if os.environ.get("TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES"):
     TOOLNEXUS["MAX_MODEL_RESPONSE_BYTES"] = int(os.environ["TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES"])
+# Where each process LISTENs for other processes' moves (unset: the store's own
+# database; "off": it polls only; else an alias or a DSN).
+if os.environ.get("TOOLNEXUS_EVENT_LISTENER"):
+    _listener = os.environ["TOOLNEXUS_EVENT_LISTENER"]
+    TOOLNEXUS["EVENT_LISTENER"] = False if _listener == "off" else _listener
 # The gRPC binding on TOOLNEXUS_GRPC_ADDRESS ("host:port"; unset: off), and
 # the endpoint's DRF permission classes (comma-separated; unset: AllowAny).
 if os.environ.get("TOOLNEXUS_GRPC_ADDRESS"):

@@ -42,8 +42,9 @@ ROWS: tuple[tuple[Layer, ...], ...] = (
     (
         Layer(
             "conf",
-            ("conf", "conf_docs"),
-            "settings: defaults, sections, every read, dotted paths, what each means",
+            ("conf", "conf_docs", "conf_legacy"),
+            "settings: defaults, sections, every read, dotted paths, what each means, "
+            "keys retired or moved",
         ),
         Layer(
             "values",

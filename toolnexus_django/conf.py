@@ -9,6 +9,7 @@ Every read goes through here: the dict sections (``toolnexus_settings.PUSH``,
 ``.REVIEW``, ``.MCP``) and the dotted paths, imported by :func:`import_path`
 (DRF's ``IMPORT_STRINGS`` way) with an ``ImproperlyConfigured`` naming the
 setting. Validation is :mod:`toolnexus_django.checks` (one id per problem).
+The keys that retired or moved, and how they are still read: :mod:`.conf_legacy`.
 """
 
 from __future__ import annotations
@@ -24,26 +25,15 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
+from .conf_legacy import MOVED as MOVED
+from .conf_legacy import RETIRED as RETIRED
+from .conf_legacy import read_moved
+from .conf_legacy import written as written
+
 SETTING_NAME = "TOOLNEXUS"
 
-#: Keys that once meant something and no longer do -> what to use instead
-#: (the system checks warn, toolnexus_django.W003; they are otherwise ignored).
-RETIRED: dict[str, str] = {
-    "WORKER_THREADS": "runs hold no thread any more; MAX_RUNS bounds the runs in flight",
-}
-
-#: Keys that moved -> where they are read now, (section, key). An old key is
-#: its path: a top-level key, or a key of a section. Still honoured for now
-#: (the system checks warn, toolnexus_django.W101); the new key, where set, wins.
-MOVED: dict[tuple[str, ...], tuple[str, str]] = {
-    ("REVIEW_NOTIFY_EMAILS",): ("REVIEW", "NOTIFY_EMAILS"),
-    ("REVIEW_BASE_URL",): ("REVIEW", "BASE_URL"),
-    # A reviewer "holds" a Task; the word "claim" is a worker's (a run's lease).
-    ("REVIEW", "CLAIM_SECONDS"): ("REVIEW", "HOLD_SECONDS"),
-}
-
-#: Every recognised key and its default. Keys not listed here (nor in RETIRED
-#: or MOVED) are reported by check ``toolnexus_django.E101``.
+#: Every recognised key and its default. Keys not listed here (nor in
+#: conf_legacy's RETIRED or MOVED) are reported by check ``toolnexus_django.E101``.
 DEFAULTS: dict[str, Any] = {
     # Where Tasks live: "memory" | "file:<dir>" | "django" | "django:<db alias>"
     # | a TaskStore instance | a dotted path to a TaskStore class or instance.
@@ -157,6 +147,13 @@ DEFAULTS: dict[str, Any] = {
     # the Tasks its blocking sends and streams wait on (one query per
     # process, however many wait; moves in the same process wake them at once).
     "EVENT_POLL_INTERVAL": 0.2,
+    # The django store on PostgreSQL: each move NOTIFYs, and one connection per
+    # process LISTENs (while anything waits) on EVENT_LISTENER: None = the
+    # store's own database alias; an alias of DATABASES; a DSN; False = poll
+    # only. Not a pooler in transaction mode: it drops LISTEN. While it listens,
+    # the poll above slows to EVENT_FALLBACK_POLL_INTERVAL seconds.
+    "EVENT_LISTENER": None,
+    "EVENT_FALLBACK_POLL_INTERVAL": 5.0,
     # Threads (and so database connections, kept open) of a process for the
     # short database work of its coroutines: the ASGI endpoint's reads and
     # writes, the runs' claims and outcomes. The process's connection budget.
@@ -357,17 +354,6 @@ AGENT_KEYS = ("name", "description", "version", "provider", "skills")
 TOOLKIT_KEYS = ("skills_dir", "mcp_config", "builtins", "tools")
 
 
-def written(user: dict[str, Any], path: tuple[str, ...]) -> tuple[bool, Any]:
-    """Whether the setting as written (``user``) sets ``path`` (a key, or a
-    section's key), and to what."""
-    value: Any = user
-    for part in path:
-        if not isinstance(value, dict) or part not in value:
-            return False, None
-        value = value[part]
-    return True, value
-
-
 def merge(user: dict[str, Any]) -> dict[str, Any]:
     """Overlay the user's dict on the defaults (one level deep for dict
     sections), the keys that moved (:data:`MOVED`) read under their new name."""
@@ -382,12 +368,7 @@ def merge(user: dict[str, Any]) -> dict[str, Any]:
             merged[key] = copy.deepcopy(default)
         else:
             merged[key] = value
-    for old, (section, key) in MOVED.items():
-        found, value = written(user, old)
-        if len(old) > 1:
-            merged[old[0]].pop(old[1], None)  # a section reads it under its new name only
-        if found and not written(user, (section, key))[0]:
-            merged[section][key] = value
+    read_moved(user, merged)
     return merged
 
 

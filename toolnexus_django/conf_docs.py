@@ -219,6 +219,23 @@ DOCS: dict[str, str] = {
         '(one query per process, however many blocking sends and streams wait); moves in the same '
         'process wake them at once.'
     ),
+    'EVENT_LISTENER': (
+        'Wake-ups by PostgreSQL `LISTEN`/`NOTIFY` (the django store on PostgreSQL): every move '
+        'notifies, and one connection per process (`application_name` `toolnexus-listener`, '
+        'outside `DATABASE_THREADS`; open while anything waits) listens and wakes the waiters at '
+        "once. `None` = the store's own database alias; an alias of `DATABASES`; a libpq DSN "
+        '(`"host=db.internal port=5432 dbname=app"`, `"postgresql://..."`); `False` = poll only. '
+        'It must reach PostgreSQL directly: a pooler in transaction mode (PgBouncer) silently '
+        'drops `LISTEN` (check W207 warns where that can be seen; a probe after `LISTEN` finds '
+        'it at run time, logs one warning, and the process polls). SQLite, memory and file '
+        'stores always poll. See the production how-to (wake-ups).'
+    ),
+    'EVENT_FALLBACK_POLL_INTERVAL': (
+        "Seconds between a process's looks at the event log while its listener is connected "
+        '(`EVENT_POLL_INTERVAL` while it is not): a safety net for a wake-up a notification '
+        'missed. After the listener (re)connects, one look at once catches up with what moved '
+        'while it was away.'
+    ),
     'MAX_HELD_REQUESTS': (
         '**WSGI views only** (the ASGI endpoint and `toolnexus_serve` have no such bound: a '
         'waiting request there holds no thread). Open streams plus blocking sends one WSGI '

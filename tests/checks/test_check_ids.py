@@ -91,6 +91,8 @@ CASES: list[Case] = [
     Case("E203", "E002", {"STORE": "file:"}),
     Case("E204", "E002", {"STORE": "django:nosuchdb"}),
     Case("E205", "E002", {"STORE": "tests.checks.test_check_ids.FailingStore"}),
+    Case("E206", None, {"EVENT_LISTENER": "no-such-database"}),
+    Case("W207", None, {"EVENT_LISTENER": "host=127.0.0.1 port=6432 dbname=app"}),
     # AGENT, TOOLKIT, CLIENT
     Case("E301", "E006", {"AGENT": "filing-desk"}),
     Case("E302", "E001", {"AGENT": {**GOOD["AGENT"], "descripton": "x"}}),
@@ -126,6 +128,7 @@ CASES: list[Case] = [
     Case("E424", "E009", {"STREAM_MAX_SECONDS": 0}),
     Case("E425", "E009", {"STREAM_HEARTBEAT": 0}),
     Case("E426", "E009", {"EVENT_POLL_INTERVAL": 0}),
+    Case("E428", None, {"EVENT_FALLBACK_POLL_INTERVAL": 0}),
     Case("E427", "E009", {"READ_TIMEOUT": 0}),
     Case("E430", "E009", {"IDEMPOTENCY_WINDOW": -1}),
     Case("E431", "E009", {"EXPIRY_SWEEP_INTERVAL": -1}),

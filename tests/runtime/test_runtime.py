@@ -67,6 +67,7 @@ def test_every_piece_is_registered_once_in_stop_order() -> None:
         (Stage.PUSH, "push pool"),
         (Stage.LOOP, "agent runtime"),
         (Stage.TOOLS, "tool threads"),
+        (Stage.DATABASE, "wake-up listener"),
         (Stage.DATABASE, "database threads"),
     ]
 

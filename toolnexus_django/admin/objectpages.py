@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.admin import AdminSite
 from django.core.exceptions import PermissionDenied
@@ -58,11 +58,12 @@ class ObjectPagesMixin:
         return obj
 
     @property
-    def urls(self) -> list[URLPattern | URLResolver]:
+    def urls(self) -> list[URLPattern]:
         # Here rather than in get_urls(): it guards what every get_urls() of
-        # the class returns, a subclass's added pages included.
+        # the class returns, a subclass's added pages included. (django-stubs
+        # types them all URLPattern; an include() would be a URLResolver.)
         found: list[URLPattern | URLResolver] = self.get_urls()  # type: ignore[attr-defined]
-        return [self._guarded(pattern) for pattern in found]
+        return cast(list[URLPattern], [self._guarded(pattern) for pattern in found])
 
     def _guarded(self, pattern: URLPattern | URLResolver) -> URLPattern | URLResolver:
         if not isinstance(pattern, URLPattern) or OBJECT_ID not in pattern.pattern.converters:

@@ -8,7 +8,7 @@ request time. One module per part of the setting:
 
 ==============  ====================================================
 toplevel.py     the dict's keys; the top-level settings of no section
-store.py        ``STORE``
+store.py        ``STORE``, ``EVENT_LISTENER``
 agent.py        ``AGENT``, ``TOOLKIT``, ``CLIENT``
 limits.py       the numbers
 review.py       ``REVIEW``
@@ -36,7 +36,7 @@ from .problems import PROBLEMS, RETIRED_IDS, problem
 from .push import check_push
 from .review import check_review
 from .security import check_endpoint_not_open
-from .store import check_store
+from .store import check_listener, check_store
 from .toplevel import check_silenced, check_top_level
 
 __all__ = [
@@ -63,6 +63,7 @@ def check_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> l
     cfg = merge(raw)
     errors += check_top_level(raw, cfg)
     errors += check_store(cfg["STORE"])
+    errors += check_listener(cfg)
     errors += check_agent(raw, cfg)
     errors += check_limits(cfg)
     errors += check_review()

@@ -62,6 +62,7 @@ LIMITS: tuple[Limit, ...] = (
     Limit("E424", "STREAM_MAX_SECONDS", "seconds"),
     Limit("E425", "STREAM_HEARTBEAT", "seconds"),
     Limit("E426", "EVENT_POLL_INTERVAL", "seconds"),
+    Limit("E428", "EVENT_FALLBACK_POLL_INTERVAL", "seconds"),
     Limit("E427", "READ_TIMEOUT", "seconds"),
     Limit("E430", "IDEMPOTENCY_WINDOW", "seconds0", nullable=True),
     Limit("E431", "EXPIRY_SWEEP_INTERVAL", "seconds0"),

@@ -2,7 +2,7 @@
 that makes their messages.
 
 Ids are grouped by the module that raises them: E1xx the ``TOOLNEXUS`` dict
-and its top-level keys (:mod:`.toplevel`), E2xx ``STORE`` (:mod:`.store`),
+and its top-level keys (:mod:`.toplevel`), E2xx ``STORE`` and ``EVENT_LISTENER`` (:mod:`.store`),
 E3xx ``AGENT`` / ``TOOLKIT`` / ``CLIENT`` (:mod:`.agent`), E4xx the numbers
 (:mod:`.limits`), E5xx ``REVIEW``, E6xx ``PUSH``, E7xx ``MCP``, E8xx ``GRPC``. The ids from
 before that already named one problem kept their number. docs/reference/checks.md
@@ -45,6 +45,8 @@ PROBLEMS: dict[str, str] = {
     "E203": 'STORE "file:<dir>": no directory, or it cannot be created or written',
     "E204": 'STORE "django:<alias>": the alias is not in DATABASES',
     "E205": "STORE's class could not be made (its constructor raised)",
+    "E206": "EVENT_LISTENER is not None, False, an alias of a PostgreSQL database or a DSN",
+    "W207": "EVENT_LISTENER's database looks like a connection pooler (it may drop LISTEN)",
     # agent.py
     "E301": "AGENT is not a dict",
     "E302": "AGENT has an unknown key",
@@ -80,6 +82,7 @@ PROBLEMS: dict[str, str] = {
     "E424": "STREAM_MAX_SECONDS is not a number of seconds > 0",
     "E425": "STREAM_HEARTBEAT is not a number of seconds > 0",
     "E426": "EVENT_POLL_INTERVAL is not a number of seconds > 0",
+    "E428": "EVENT_FALLBACK_POLL_INTERVAL is not a number of seconds > 0",
     "E427": "READ_TIMEOUT is not a number of seconds > 0",
     "E430": "IDEMPOTENCY_WINDOW is not a number of seconds >= 0 (or None)",
     "E431": "EXPIRY_SWEEP_INTERVAL is not a number of seconds >= 0",

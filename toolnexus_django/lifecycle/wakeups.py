@@ -13,6 +13,13 @@
   arrives within one interval. The poller finds this process's moves too: a
   Watch already handed that seq by the local move ignores it (an event's seq
   is the Task's seq after its move, so a higher one is news from elsewhere).
+- On PostgreSQL (the django store) each move also NOTIFYs, and the poller
+  keeps this process's one listener running (:mod:`.listener`): another
+  process's move wakes the waiters as it commits. While the listener is
+  healthy the poller only beats every ``EVENT_FALLBACK_POLL_INTERVAL`` (a
+  safety net); when it (re)connects, the poller beats at once to catch up
+  with what moved before it listened; when it is lost, the poller goes back
+  to ``EVENT_POLL_INTERVAL``.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from ..runtime.outages import log_exception
 from ..runtime.registry import PerProcess
 from ..stores import TaskStore
 from ..stores.base import Task
+from . import listener
 from .private import read, seq_of
 
 logger = logging.getLogger("toolnexus_django.lifecycle")
@@ -53,6 +61,8 @@ class Watch:
         self._latest: Task | None = None
         self._latest_seq = -1
         self._unknown = False
+        # The newest seq another process's move reached (its wake-up told it).
+        self._elsewhere_seq = -1
         # The highest seq a local move handed over (news() keeps it): the
         # poller's report of an event up to it is this process's own move.
         self._known_seq = -1
@@ -96,11 +106,15 @@ class Watch:
         None when the store must be read (another process moved it, or a
         wake-up came with no version)."""
         with self._lock:
-            latest, unknown = self._latest, self._unknown
+            latest, unknown, elsewhere = self._latest, self._unknown, self._elsewhere_seq
             self._latest, self._latest_seq, self._unknown = None, -1, False
-        if unknown or latest is None:
+            self._elsewhere_seq = -1
+        newest = current if latest is None or seq_of(latest) <= seq_of(current) else latest
+        # A move reported by its seq alone is in hand once a version that new
+        # is (a listener's report can come before the local move hands it over).
+        if unknown or (latest is None and elsewhere < 0) or elsewhere > seq_of(newest):
             return None
-        return latest if seq_of(latest) > seq_of(current) else current
+        return newest
 
     def _wake(self, task: Task | None = None, seq: int | None = None) -> None:
         """``task``: the version a local move stored; else the Task moved
@@ -113,12 +127,14 @@ class Watch:
                 self._known_seq = max(self._known_seq, seq)
             elif seq is not None and seq <= self._known_seq:
                 return  # the poller found a move this process made and handed over
+            elif seq is not None:
+                self._elsewhere_seq = max(self._elsewhere_seq, seq)
             else:
                 self._unknown = True
         self._moved.set()
-        for listener in list(self._listeners):
+        for callback in list(self._listeners):
             try:
-                listener()
+                callback()
             except RuntimeError:  # its event loop is closed: nobody waits there
                 pass
 
@@ -143,6 +159,8 @@ class Hub:
         self._seen: dict[str, int] = {}
         self._cursors: dict[int, Any] = {}
         self._poller: threading.Thread | None = None
+        # Set to have the poller beat at once (the listener connected, or was lost).
+        self._kick = threading.Event()
 
     def needs_query(self, store: TaskStore) -> bool:
         """Whether :meth:`watch` of ``store`` will query it (only the first
@@ -152,14 +170,15 @@ class Hub:
     def watch(self, store: TaskStore, task_id: str) -> Watch:
         watch = Watch(self, task_id)
         key = id(store)
+        changes = None
         if key not in self._cursors:
             # Where the event log stands now, so the poller's first look finds
             # what moved after this watch began (the watcher itself reads
             # the Task once after watching, which covers what came before).
             changes = store.changes_since(None)
+        with self._lock:  # with the watch: a poller ending meanwhile clears the cursors
             if changes is not None:
                 self._cursors.setdefault(key, changes[0])
-        with self._lock:
             self._watches.setdefault(task_id, set()).add(watch)
             self._stores[key] = store
             if self._poller is None or not self._poller.is_alive():
@@ -203,13 +222,18 @@ class Hub:
 
     # -- other processes' moves ------------------------------------------------------
 
+    def kick(self) -> None:
+        """Have the poller beat at once (the listener connected or was lost)."""
+        self._kick.set()
+
     def _poll(self) -> None:
         # The poller keeps its connection from beat to beat, as the database
         # threads do (a new one every beat was a connection setup five times
         # a second); it is closed after an error, and when the poller stops.
         try:
             while True:
-                time.sleep(float(toolnexus_settings.EVENT_POLL_INTERVAL))
+                self._listen()
+                self._next_beat()
                 try:
                     if not self.beat():
                         return
@@ -217,7 +241,49 @@ class Hub:
                     log_exception(logger, "polling for task events failed", level=logging.WARNING)
                     connections.close_all()
         finally:
+            with self._lock:
+                replaced = self._poller is not None  # a new watch started another poller
+            if not replaced:
+                listener.stop_listening()
             connections.close_all()
+
+    def _listen(self) -> None:
+        """Keep this process's listener running for the first watched store
+        whose moves notify (a no-op while one runs)."""
+        with self._lock:
+            stores = list(self._stores.values())
+        for store in stores:
+            alias = listener.listened_alias(store)
+            if alias is not None:
+                listener.listen(alias, self._heard, self.kick)
+                return
+
+    def _heard(self, task_id: str, seq: int) -> None:
+        self.notify(task_id, seq=seq)
+
+    def _next_beat(self) -> None:
+        """Wait for the next beat: ``EVENT_POLL_INTERVAL``, stretched to
+        ``EVENT_FALLBACK_POLL_INTERVAL`` while the listener hears every
+        watched store; at once when kicked."""
+        interval = float(toolnexus_settings.EVENT_POLL_INTERVAL)
+        began = time.monotonic()
+        while not self._kick.wait(interval):
+            fallback = float(toolnexus_settings.EVENT_FALLBACK_POLL_INTERVAL)
+            if not self._all_heard() or time.monotonic() - began >= fallback:
+                return
+        self._kick.clear()
+
+    def _all_heard(self) -> bool:
+        """Whether the listener is healthy and every watched store's moves
+        reach it (so polling is only the safety net)."""
+        alias = listener.heard_alias()
+        if alias is None:
+            return False
+        with self._lock:
+            if not self._watches:
+                return False  # the beat that ends the poller comes an interval after the last
+            stores = list(self._stores.values())
+        return all(listener.listened_alias(store) == alias for store in stores)
 
     def beat(self) -> bool:
         """One look at the watched stores: wake the watchers of the Tasks
@@ -226,6 +292,7 @@ class Hub:
             if not self._watches:
                 self._poller = None
                 self._cursors.clear()
+                self._stores.clear()
                 return False
             stores = list(self._stores.values())
             watched = set(self._watches)

@@ -57,6 +57,11 @@ INSTALLED_APPS = [
 HAS_TASKS_DB = importlib.util.find_spec("django_tasks_db") is not None
 if HAS_TASKS_DB:
     INSTALLED_APPS.insert(-1, "django_tasks_db")
+# django-tasks-rq (the tests' rqworker backend) likewise; its RQ queues are
+# django-rq's, whose app provides `manage.py rqworker`.
+HAS_TASKS_RQ = importlib.util.find_spec("django_tasks_rq") is not None
+if HAS_TASKS_RQ:
+    INSTALLED_APPS.insert(-1, "django_rq")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -142,10 +147,16 @@ else:
 
 # Fulfilment runs on the app's in-process backend unless TOOLNEXUS_TASK_BACKEND
 # names another: "database" = django-tasks-db, run by `manage.py db_worker
-# --backend database` processes.
+# --backend database` processes; "rq" = django-tasks-rq on Redis, run by
+# `manage.py rqworker --job-class django_tasks_rq.Job` processes.
 TASKS = {"default": {"BACKEND": "toolnexus_django.backends.InProcessBackend"}}
 if HAS_TASKS_DB:
     TASKS["database"] = {"BACKEND": "django_tasks_db.DatabaseBackend"}
+if HAS_TASKS_RQ:
+    TASKS["rq"] = {"BACKEND": "django_tasks_rq.RQBackend"}
+    # The app's jobs go to the Django Tasks queue "default", which is the RQ
+    # queue of that name: tests keep theirs apart by Redis database number.
+    RQ_QUEUES = {"default": {"URL": os.environ.get("TOOLNEXUS_RQ_URL", "redis://127.0.0.1:6379/0")}}
 
 #: The demo's agent, chosen by DEMO_AGENT: its tools, and how its endpoint
 #: learns who asks (anonymous callers are admitted either way).

@@ -1,8 +1,10 @@
 """``current_run()`` and ``approval=`` across real processes: a Task suspended
-under one ``toolnexus_serve`` (or ``db_worker``) is approved and resumed by a
-new process, whose tools still name the Task, its context, its owner (a
+under one ``toolnexus_serve`` (or worker) is approved and resumed by a new
+process, whose tools still name the Task, its context, its owner (a
 signed-in user), the answer and the reviewer; and two workers both able to
-resume the same answered Task run its approved body once.
+resume the same answered Task run its approved body once. The worker tests
+run on each Django Tasks engine (tests/workers.py): ``db_worker`` and
+``rqworker``.
 
 The tools run in the served processes: they record what they saw in a file
 (``TOOLNEXUS_TEST_SEEN``, tests/django_tools.py); what they wrote is read
@@ -15,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +34,7 @@ from tests.django_tools import seen_in
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
 from tests.servers import ROOT, database_url, fake_env, serve
 from tests.utils import pending_id
-from tests.workers import db_workers
+from tests.workers import ENGINES, rq_jobs, task_workers
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -47,10 +50,16 @@ def rita(django_user_model: Any) -> Any:
     return user
 
 
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 def web_process(configure: Any, fake: FakeLLM, backend: str | None = "database") -> None:
-    """This process as the web process of a db_worker deployment, set as
-    the workers are (tests/served_settings.py): it accepts Tasks and hosts
-    the admin; the workers run them (``backend=None``: it runs them itself)."""
+    """This process as the web process of a deployment with workers of the
+    engine ``backend`` (an alias of settings.TASKS), set as the workers are
+    (tests/served_settings.py): it accepts Tasks and hosts the admin; the
+    workers run them (``backend=None``: it runs them itself)."""
     from tests import served_settings
 
     served = served_settings.TOOLNEXUS
@@ -136,15 +145,17 @@ def test_after_a_restart_a_new_toolnexus_serve_process_resumes_with_the_same_run
     assert Group.objects.filter(name="ops").count() == 1
 
 
-def test_after_a_restart_a_new_db_worker_resumes_an_async_tool_with_the_same_run_context(
+def test_after_a_restart_a_new_worker_resumes_an_async_tool_with_the_same_run_context(
     live_server: Any,
     tmp_path: Path,
     configure: Any,
     fake_llm: FakeLLM,
     users: dict[str, Any],
     rita: Any,
+    engine: str,
+    settings: Any,
 ) -> None:
-    web_process(configure, fake_llm)
+    web_process(configure, fake_llm, engine)
     seen_file = tmp_path / "seen.jsonl"
     env = {"LLM_BASE_URL": fake_llm.url, "LLM_RETRIES": "0", **SETTINGS}
     env["TOOLNEXUS_TEST_SEEN"] = str(seen_file)
@@ -155,7 +166,7 @@ def test_after_a_restart_a_new_db_worker_resumes_an_async_tool_with_the_same_run
         Text("noted"),
     )
     rpc = RpcClient(f"{live_server.url}/agent/", basic("alice"))
-    with db_workers(tmp_path, env) as workers:
+    with task_workers(engine, tmp_path, env, settings) as workers:
         first = workers.start()
         first.wait_ready()
         task_id = rpc.send("note my lunch", contextId="ctx-worker")["id"]
@@ -175,11 +186,12 @@ def test_after_a_restart_a_new_db_worker_resumes_an_async_tool_with_the_same_run
         assert done["status"]["state"] == "completed", done["status"]
 
     seen = seen_in(seen_file)
-    assert [(s["tool"], s["pid"]) for s in seen] == [
-        ("awhoami", first.pid),
-        ("anote", second.pid),
-        ("whoami", second.pid),
-    ]
+    assert [s["tool"] for s in seen] == ["awhoami", "anote", "whoami"]
+    # The first run in the first worker (db_worker) or its horse (rqworker),
+    # the resume in the second's.
+    assert seen[0]["pid"] in first.runners()
+    assert {s["pid"] for s in seen[1:]} <= second.runners()
+    assert first.runners().isdisjoint(second.runners())
     for said in seen:
         assert (said["task_id"], said["context_id"], said["owner"]) == (
             task_id,
@@ -197,17 +209,19 @@ def test_after_a_restart_a_new_db_worker_resumes_an_async_tool_with_the_same_run
     )
 
 
-def test_two_db_workers_both_able_to_resume_an_approved_call_run_its_body_once(
+def test_two_workers_both_able_to_resume_an_approved_call_run_its_body_once(
     live_server: Any,
     tmp_path: Path,
     configure: Any,
     fake_llm: FakeLLM,
     users: dict[str, Any],
     rita: Any,
+    engine: str,
+    settings: Any,
 ) -> None:
     from toolnexus_django.fulfilment.jobs import resume
 
-    web_process(configure, fake_llm)
+    web_process(configure, fake_llm, engine)
     users["alice"].user_permissions.add(Permission.objects.get(codename="add_expense"))
     # Once resumed, the run's next model call holds: the resuming worker is
     # busy with the Task while the other takes the duplicate jobs.
@@ -217,7 +231,7 @@ def test_two_db_workers_both_able_to_resume_an_approved_call_run_its_body_once(
     )
     rpc = RpcClient(f"{live_server.url}/agent/", basic("alice"))
     env = {"LLM_BASE_URL": fake_llm.url, "LLM_RETRIES": "0", **SETTINGS}
-    with db_workers(tmp_path, env) as workers:
+    with task_workers(engine, tmp_path, env, settings) as workers:
         racers = [workers.start(), workers.start()]
         for worker in racers:
             worker.wait_ready()
@@ -227,28 +241,32 @@ def test_two_db_workers_both_able_to_resume_an_approved_call_run_its_body_once(
 
         client = signed_in(rita)
         # The answer's resume job and two more (as a redelivery or a recovery
-        # sweep would enqueue) reach the two idle workers at the same moment.
+        # sweep would enqueue) reach the two idle workers as the answer commits.
         with transaction.atomic():
             approve_in_admin(client, task_id)
             for _ in range(2):
-                resume.using(backend="database").enqueue(task_id)
+                transaction.on_commit(lambda: resume.using(backend=engine).enqueue(task_id))
         fake_llm.wait_held(1, timeout=30)  # one worker resumed it, and holds it
         duplicates = wait_until(
-            lambda: resume_jobs(finished=2), timeout=30, what="the other worker's jobs to end"
+            lambda: resume_jobs(engine, task_id, finished=2),
+            timeout=30,
+            what="the other worker's jobs to end",
         )
         fake_llm.release()
         done = rpc.wait(task_id, ("completed", "failed"), timeout=30)
         assert done["status"]["state"] == "completed", done["status"]
-        jobs = wait_until(lambda: resume_jobs(finished=3), timeout=30, what="the resume to end")
+        jobs = wait_until(
+            lambda: resume_jobs(engine, task_id, finished=3), timeout=30, what="the resume to end"
+        )
         assert all(w.proc.poll() is None for w in racers), "a worker died"
 
     # While one worker resumed the Task, the other took both duplicates and
     # found it taken; the approved body ran once, and the model was called
     # once to start and once after it.
     [winner] = [j for j in jobs if j not in duplicates]
-    assert winner.return_value == "completed"
-    assert [j.return_value for j in duplicates] == ["working", "working"]
-    assert {w for j in duplicates for w in j.worker_ids}.isdisjoint(winner.worker_ids)
+    assert winner.result == "completed"
+    assert [j.result for j in duplicates] == ["working", "working"]
+    assert {j.worker for j in duplicates}.isdisjoint({winner.worker})
     [claim] = Expense.objects.all()
     assert (claim.owner, claim.task_id, claim.approved_by) == (users["alice"], task_id, "rita")
     assert len(fake_llm.requests) == 2
@@ -328,11 +346,29 @@ def line_of(proc: subprocess.Popen[str], timeout: float) -> str:
     return got[0].strip()
 
 
-def resume_jobs(*, finished: int) -> list[Any] | None:
-    """The resume jobs that ran to their end, once there are ``finished`` of them."""
-    from django_tasks_db.models import DBTaskResult
+@dataclass(frozen=True)
+class Ended:
+    """A resume job that ran to its end: what it returned, and which worker
+    (or, for RQ, which work horse) ran it."""
 
-    jobs = DBTaskResult.objects.filter(
-        task_path__endswith=".resume", finished_at__isnull=False
-    ).order_by("finished_at")
-    return list(jobs) if len(jobs) >= finished else None
+    result: str
+    worker: str
+
+
+def resume_jobs(engine: str, task_id: str, *, finished: int) -> list[Ended] | None:
+    """``task_id``'s resume jobs that ran to their end, in the order they
+    ended, once there are ``finished`` of them."""
+    if engine == "database":
+        from django_tasks_db.models import DBTaskResult
+
+        rows = DBTaskResult.objects.filter(
+            task_path__endswith=".resume", finished_at__isnull=False
+        ).order_by("finished_at")
+        ended = [Ended(row.return_value, ",".join(row.worker_ids)) for row in rows]
+    else:
+        jobs = [j for j in rq_jobs(task_id) if j.func_name.endswith(".resume")]
+        done = sorted(
+            (j for j in jobs if j.get_status(refresh=True) == "finished"), key=lambda j: j.ended_at
+        )
+        ended = [Ended(j.return_value(), j.worker_name) for j in done]
+    return ended if len(ended) >= finished else None

@@ -15,10 +15,10 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, connections, transaction
 
 from ..compat import InvalidTaskBackendError, Task, task
 from ..conf import toolnexus_settings
@@ -79,6 +79,7 @@ def _unless_database_down(run: Callable[[str], str], task_id: str) -> str:
     log, not a failed job whose traceback the worker logs: the Task stays
     where it is (submitted, answered, or working until its lease lapses) and
     the sweep's recovery enqueues it again once the database is back."""
+    _drop_old_connections()
     try:
         return run(task_id)
     except Exception as exc:
@@ -86,6 +87,21 @@ def _unless_database_down(run: Callable[[str], str], task_id: str) -> str:
             raise
         log_exception(logger, "Task %s: not run, left to recovery", task_id, exc=exc)
         return LEFT_TO_RECOVERY
+    finally:
+        _drop_old_connections()
+
+
+def _drop_old_connections() -> None:
+    """Around a job, what Django does around a request: close this thread's
+    connections that are broken or past ``CONN_MAX_AGE``. Not every worker
+    does it for its jobs (RQ's SimpleWorker runs them all on one thread:
+    without this, one connection open for ever, and after a database restart
+    a broken one for every later job). Never inside a transaction (the
+    immediate backend runs the job in its caller's)."""
+    for conn in connections.all(initialized_only=True):
+        if not conn.in_atomic_block:
+            with suppress(DatabaseError):  # closing a broken connection may complain
+                conn.close_if_unusable_or_obsolete()
 
 
 # -- enqueueing ----------------------------------------------------------------------

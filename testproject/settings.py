@@ -9,6 +9,7 @@ TOOLNEXUS_RQ_URL  the Redis of the "rq" backend (default redis://127.0.0.1:6379/
                   tests give each test a database number of its own)
 TOOLNEXUS_LEASE_SECONDS / _MAX_ATTEMPTS / _REQUEUE_AFTER / _SWEEP_INTERVAL: recovery timing
 TOOLNEXUS_EVENT_POLL_INTERVAL / _EVENT_FALLBACK_POLL_INTERVAL: the wake-ups' polls, seconds
+TOOLNEXUS_STREAM_HEARTBEAT: seconds between an idle stream's keep-alives (and re-reads)
 TOOLNEXUS_EVENT_LISTENER  unset: LISTEN on the store's database; "off": poll only; or a DSN
 TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES: the bound on a model answer (benchmarks/model_answer_rss.py)
 TOOLNEXUS_MCP_TOOLS  unset: no MCP endpoint; "__all__" or comma-separated tool names
@@ -223,6 +224,8 @@ TOOLNEXUS = {
     # Wake-ups across processes (the cross-server tests slow the polls to 30 s:
     # only NOTIFY can then wake a stream in time).
     "EVENT_POLL_INTERVAL": float(os.environ.get("TOOLNEXUS_EVENT_POLL_INTERVAL", "0.2")),
+    # An idle stream re-reads the Task this often (they slow it too).
+    "STREAM_HEARTBEAT": float(os.environ.get("TOOLNEXUS_STREAM_HEARTBEAT", "15")),
     "EVENT_FALLBACK_POLL_INTERVAL": float(
         os.environ.get("TOOLNEXUS_EVENT_FALLBACK_POLL_INTERVAL", "5")
     ),

@@ -163,3 +163,56 @@ def server_group(
 
 def fake_env(fake: FakeLLM) -> dict[str, str]:
     return {"LLM_BASE_URL": fake.url, "LLM_STYLE": fake.style, "LLM_RETRIES": "0"}
+
+
+def migrate(url: str, log: Path) -> None:
+    """``manage.py migrate`` on the database at ``url`` (a DATABASE_URL, not
+    the test database: a cluster of a test's own), its output to ``log``."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "DJANGO_SETTINGS_MODULE": "testproject.settings",
+    }
+    with log.open("wb") as out:
+        done = subprocess.run(
+            [sys.executable, MANAGE, "migrate", "--noinput"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=120,
+        )
+    assert done.returncode == 0, f"migrate failed:\n{log.read_text(errors='replace')}"
+
+
+def group_members(pgid: int) -> set[int]:
+    """The live processes (zombies excluded) of process group ``pgid``."""
+    members = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state, _ppid, group = raw[raw.rindex(")") + 2 :].split()[:3]
+        if int(group) == pgid and state not in ("Z", "X"):
+            members.add(int(entry.name))
+    return members
+
+
+def kill_group(server: Served, timeout: float = 10) -> set[int]:
+    """kill -9 of a server's whole process group (gunicorn's master and its
+    workers), as a lost machine would; waits until every one is dead.
+    Returns the pids killed."""
+    pgid = server.proc.pid
+    members = group_members(pgid)
+    assert pgid in members, f"the server {pgid} is not running"
+    server.signal(signal.SIGKILL, group=True)
+    assert server.wait(timeout) == -signal.SIGKILL
+    wait_until(
+        lambda: not group_members(pgid),
+        timeout=timeout,
+        what=f"every process of the server ({sorted(members)}) to die",
+    )
+    return members

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ from django.db import connection
 from tests import pgcluster
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Hang, Text
-from tests.servers import MANAGE, ROOT, Served, fake_env, serve
+from tests.servers import Served, fake_env, group_members, kill_group, migrate, serve
 from tests.utils import assert_event_log, private_of
 from toolnexus_django.fulfilment.recovery import interrupted_message
 from toolnexus_django.models import TaskRecord
@@ -62,33 +61,6 @@ def crash_env(fake: FakeLLM, **extra: str) -> dict[str, str]:
 # -- processes -----------------------------------------------------------------
 
 
-def _stat(pid: int) -> tuple[str, int] | None:
-    """(state, process group) of ``pid`` from /proc, or None if it is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(")") + 2 :].split()  # after "pid (comm) "
-    return fields[0], int(fields[2])
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting to be reaped counts as dead)."""
-    stat = _stat(pid)
-    return stat is not None and stat[0] not in ("Z", "X")
-
-
-def group_members(pgid: int) -> set[int]:
-    """The live processes of process group ``pgid``."""
-    members = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            stat = _stat(int(entry.name))
-            if stat is not None and stat[1] == pgid and stat[0] not in ("Z", "X"):
-                members.add(int(entry.name))
-    return members
-
-
 def worker_pid(task: dict[str, Any]) -> int:
     """The pid of the process that ran ``task`` last (its lease's owner)."""
     return int(str(private_of(task).worker).rsplit(":", 1)[1])
@@ -97,17 +69,9 @@ def worker_pid(task: dict[str, Any]) -> int:
 def kill_whole_server(server: Served) -> set[int]:
     """SIGKILL the server's process group (gunicorn master and workers) and
     wait until every one of them is dead. Returns the pids killed."""
-    pgid = server.proc.pid
-    assert os.getpgid(pgid) == pgid, "the server leads its own process group"
-    members = group_members(pgid)
-    assert pgid in members and len(members) >= 2, f"master and worker: {members}"
-    server.signal(signal.SIGKILL, group=True)
-    assert server.wait(timeout=10) == -signal.SIGKILL
-    wait_until(
-        lambda: not any(alive(pid) for pid in members),
-        timeout=10,
-        what=f"every process of the server ({sorted(members)}) to die",
-    )
+    assert os.getpgid(server.proc.pid) == server.proc.pid, "it leads its own process group"
+    members = kill_group(server)
+    assert len(members) >= 2, f"master and worker: {members}"
     return members
 
 
@@ -238,24 +202,6 @@ def test_kill_9_with_attempts_exhausted_ends_failed_with_the_interruption(
 
 
 # -- the database server restarts mid-run --------------------------------------
-
-
-def migrate(database_url: str, log: Path) -> None:
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "DJANGO_SETTINGS_MODULE": "testproject.settings",
-    }
-    with log.open("wb") as out:
-        done = subprocess.run(
-            [sys.executable, MANAGE, "migrate", "--noinput"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            timeout=120,
-        )
-    assert done.returncode == 0, f"migrate failed:\n{log.read_text(errors='replace')}"
 
 
 OUTAGES = [

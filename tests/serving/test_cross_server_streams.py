@@ -63,6 +63,8 @@ def test_a_stream_on_one_server_follows_a_run_on_another_by_notify(
         **fake_env(fake_llm),
         "TOOLNEXUS_EVENT_POLL_INTERVAL": "30",
         "TOOLNEXUS_EVENT_FALLBACK_POLL_INTERVAL": "30",
+        # An idle stream re-reads its Task every heartbeat: 30 s too, past the deadline.
+        "TOOLNEXUS_STREAM_HEARTBEAT": "30",
     }
     fake_llm.push(Hang(then=Text("ran on B")))
     with serve(tmp_path, env=env) as a, serve(tmp_path, env=env) as b:

@@ -136,3 +136,28 @@ def test_versus_sdk_runs_its_grpc_workloads_on_the_sdk_and_on_ours() -> None:
         assert rate > 0 and result["failures"] == {}, (workload, name, result)
         assert result["cpu_ms_per_req" if workload == "grpc_gettask" else "cpu_ms_per_task"] > 0
     assert "exit codes on SIGTERM: {'sdk memory': 0, 'toolnexus sqlite': 0}" in out
+
+
+def test_wakeups_runs_both_modes_across_instances_and_idle() -> None:
+    import psycopg
+
+    admin = "postgres://postgres@127.0.0.1:5432/postgres"
+    try:
+        psycopg.connect(admin, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        pytest.skip(f"needs the PostgreSQL at 127.0.0.1:5432 (user postgres): {exc}")
+    out = run("benchmarks/wakeups.py", "--instances", "2", "--moves", "20", "--rate", "200",
+              "--idle-streams", "20", "--window", "1", "--baseline-window", "0",
+              "--settle", "0.5", "--threads", "4", "--pg-admin", admin,
+              "--database", f"tnx_wakeups_{os.getpid()}")  # fmt: skip
+    table = [line for line in out.splitlines() if line.startswith(("| notify", "| poll"))]
+    rows = [line.split(" | ") for line in table]
+    moved = {row[0][2:]: row for row in rows if len(row) == 13}
+    idle = {row[0][2:]: row for row in rows if len(row) == 9}
+    assert sorted(moved) == sorted(idle) == ["notify", "poll"], out
+    for row in moved.values():  # every CancelTask on one instance reached its stream on the other
+        assert row[2].startswith("20 (") and row[3] == "20", out
+    for row in idle.values():  # 20 streams open through the window, none woken
+        assert row[2] == row[6] == "20", out
+    exits = out.split("exit codes on SIGTERM: ", 1)[1].splitlines()[0]
+    assert exits.count(": 0") == 8 and "None" not in exits, out  # 2 phases x 3, and 2 idle

@@ -141,3 +141,26 @@ def test_an_unreachable_model_fails_as_urllib_did() -> None:
     with pytest.raises(urllib.error.URLError) as failed:
         BoundedTransport(10_000).post(f"http://127.0.0.1:{port}/v1", HEADERS, PAYLOAD, 5)
     assert isinstance(failed.value.reason, ConnectionRefusedError)
+
+
+def test_a_kept_connection_past_descriptor_1024_is_reused(model: Model) -> None:
+    """A busy worker holds more than 1,024 descriptors (streams, database
+    connections): its kept model connection's is past select()'s bound, and
+    checking it idle failed the Task ("filedescriptor out of range")."""
+    import os
+    import resource
+
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1200:
+        pytest.skip("this process may not open 1,200 files")
+    read, write = os.pipe()
+    held = [read, write]
+    try:
+        while held[-1] < 1100:  # the next socket's descriptor is past 1,024
+            held.append(os.dup(read))
+        transport = BoundedTransport(10_000)
+        for _ in range(2):
+            assert transport.post(model.url, HEADERS, PAYLOAD, 5) == ANSWER
+        assert model.connections == 1
+    finally:
+        for fd in held:
+            os.close(fd)

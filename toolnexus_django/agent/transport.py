@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import functools
 import json
+import select
+import socket
 import threading
 import urllib.error
 import urllib.request
 from http.client import BadStatusLine, HTTPConnection, HTTPResponse
-from select import select
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -225,7 +226,7 @@ class KeptConnections:
             with self._lock:
                 idle = self._idle.get(origin)
                 conn = idle.pop() if idle else None
-            if conn is not None and (conn.sock is None or select([conn.sock], [], [], 0)[0]):
+            if conn is not None and (conn.sock is None or readable_now(conn.sock)):
                 conn.close()  # readable while idle: the server closed it (or sent junk)
                 continue
             reused = conn is not None
@@ -346,3 +347,15 @@ class BoundedResponse:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._response, name)
+
+
+def readable_now(sock: socket.socket) -> bool:
+    """Whether ``sock`` has something to read (or its peer closed it) at once.
+    poll(), not select(): select() refuses a descriptor past FD_SETSIZE
+    (1,024), which a busy worker's kept model connection reaches (the Task
+    then failed with "filedescriptor out of range in select()")."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([sock], [], [], 0)[0])  # Windows: no poll(), no such bound

@@ -152,3 +152,54 @@ def test_a_store_that_cannot_tell_is_read_and_its_seq_compared(hub: Beats) -> No
         hub.beat()
         assert watch.wait(0)
         assert watch.news(claimed.task) is None
+
+
+class EventReads(InMemoryTaskStore):
+    """A memory store counting the reads of a Task's events (a stream's look)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.event_reads = 0
+
+    def events(self, task_id: str, after: int = 0) -> list[Any]:
+        self.event_reads += 1
+        return super().events(task_id, after=after)
+
+
+def test_a_quiet_stream_sends_keep_alives_without_reading_the_store(
+    hub: Beats, settings: Any
+) -> None:
+    """One look as it begins, then only when woken: 1,000 quiet streams
+    re-read their events twice a heartbeat before (133 reads a second)."""
+    import asyncio
+
+    from toolnexus_django.a2a.dialects import Dialect
+
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "STREAM_HEARTBEAT": 0.05}
+    store = EventReads()
+    task = submitted(store)
+
+    async def run_sync(fn: Any, *args: Any) -> Any:
+        return fn(*args)
+
+    async def stream() -> tuple[int, int, list[str]]:
+        said: list[str] = []
+        stream = follow.afollow(store, task, Dialect.V10, run_sync)
+        keep_alives = 0
+        async for message in stream:
+            if message is None:
+                keep_alives += 1
+                if keep_alives == 5:  # quiet all along: now a move
+                    reads = store.event_reads
+                    claimed = lifecycle.claim(store, task, worker="w-1")
+                    assert claimed is not None
+                    lifecycle.complete(store, claimed.task, "filed")
+                    continue
+            else:
+                said.append(message.id or "")
+        return reads, store.event_reads, said
+
+    quiet_reads, reads, said = asyncio.run(asyncio.wait_for(stream(), timeout=10))
+    assert quiet_reads == 1  # the look as it began; none per keep-alive
+    assert reads == 2  # woken by the moves: one look finds both
+    assert said == ["1", "2", "2.1", "3"]  # the Task, the claim, the artifact, the completion

@@ -297,22 +297,28 @@ async def afollow(
     after: Position | None = None,
 ) -> AsyncGenerator[Message | None, None]:
     """:func:`follow` for a coroutine: it waits holding no thread; the
-    store is read with ``run_sync`` (on a thread pool) only when the Task
-    moved, or once per keep-alive."""
+    store is read with ``run_sync`` (on a thread pool) once as it begins,
+    then only when a wake-up says the Task moved. A quiet stream's
+    keep-alive reads nothing: 1,000 of them re-read their events twice a
+    heartbeat (133 reads a second), and what a wake-up misses the poller's
+    beat finds (:mod:`toolnexus_django.lifecycle.wakeups`)."""
     follower = Follower(first, dialect, history_length=history_length, after=after)
     with await wakeups.awatch(store, follower.task_id, run_sync) as watch:
         for message in follower.opening():
             yield message
+        moved = True  # what happened since the caller read the Task
         while not follower.done and not _stopping.is_set():
-            for message in follower.take(*await run_sync(follower.read, store)):
-                yield message
-            if follower.done:
-                return
+            if moved:
+                for message in follower.take(*await run_sync(follower.read, store)):
+                    yield message
+                if follower.done:
+                    return
             pause = follower.pause()
             if pause is None:
+                moved = False
                 yield None
             elif not follower.done:
-                await watch.wait_async(pause)
+                moved = await watch.wait_async(pause)
 
 
 async def await_settled(

@@ -14,6 +14,7 @@ process can keep thousands open.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
@@ -43,6 +44,7 @@ from ..runtime.outages import log_exception
 from ..runtime.registry import PerProcess
 from ..stores import TaskStore, get_task_store
 from ..strictjson import dumps
+from .anonymous import AnonymousPass, anonymous_pass, asgi_headers
 from .card import endpoint_url, respond_card
 from .handler import EndpointActions, handler
 from .pipeline import (
@@ -79,15 +81,27 @@ class Bound:
     authentication: tuple[Any, ...]
     #: Whether a request goes through DRF at all (:func:`.pipeline.needs_drf`).
     drf: bool
+    #: Which of them are anonymous and admitted without it (:mod:`.anonymous`).
+    anonymous: AnonymousPass | None
+
+
+def takes_drf(binding: Bound, method: str, headers: Iterable[tuple[str, str]]) -> bool:
+    """Whether a request must go through the endpoint's DRF classes (on a
+    database thread): not when none is set, nor for a caller DRF would find
+    anonymous and admit (:class:`.anonymous.AnonymousPass`)."""
+    if not binding.drf:
+        return False
+    return binding.anonymous is None or not binding.anonymous.admits(method, headers)
 
 
 def _bind() -> Bound:
-    authentication = rpc_authentication_classes()
+    authentication, permissions = rpc_authentication_classes(), rpc_permission_classes()
     return Bound(
         store=get_task_store(),
         read_timeout=float(toolnexus_settings.READ_TIMEOUT),
         authentication=tuple(authentication),  # shared by every request: not a list
-        drf=needs_drf(authentication, rpc_permission_classes()),
+        drf=needs_drf(authentication, permissions),
+        anonymous=anonymous_pass(authentication, permissions),
     )
 
 
@@ -125,10 +139,9 @@ def call_context(
         a2a_version=version,
         last_event_id=headers_of(scope).get("last-event-id"),
         held=None,  # waiting holds no thread here
-        extended_card=(
-            extended_card_builder(request, endpoint_url(scope, rpc_path), bound().authentication)
-            if request is not None
-            else None
+        # None for a caller DRF did not see: anonymous, as DRF would have found.
+        extended_card=extended_card_builder(
+            request, endpoint_url(scope, rpc_path), bound().authentication
         ),
     )
 
@@ -171,7 +184,7 @@ async def read_request(
         await respond_timeout(send)
         return None
     request = None
-    if binding.drf:
+    if takes_drf(binding, scope["method"], asgi_headers(scope)):
         request, refusal = await run_sync(authenticate, scope, body)
         if refusal is not None:
             await respond(send, *refusal)
@@ -204,7 +217,7 @@ async def serve_rpc(
     except RpcError as err:
         await respond_json(send, failure(err.id if err.id is not None else rid, err))
     except AuthenticationRequired:
-        await respond(send, *await run_sync(not_authenticated, request))
+        await respond(send, *await run_sync(not_authenticated, request, scope))
     except Exception:  # a bug (a traceback), or a database that is down (one line)
         log_exception(logger, "JSON-RPC request failed")
         await respond_json(send, failure(rid, RpcError(INTERNAL_ERROR, "Internal error")))
@@ -248,7 +261,7 @@ async def serve_rest(
         err.details = True
         await respond_rest_error(send, err)
     except AuthenticationRequired:
-        await respond(send, *await run_sync(not_authenticated, request))
+        await respond(send, *await run_sync(not_authenticated, request, scope))
     except Exception:
         log_exception(logger, "HTTP+JSON request failed")
         await respond_rest_error(send, RpcError(INTERNAL_ERROR, "Internal error", details=True))

@@ -177,12 +177,16 @@ def authenticate(
     return request, None
 
 
-def not_authenticated(request: Any) -> tuple[int, bytes, Any]:
+def not_authenticated(request: Any, scope: HTTPScope | None = None) -> tuple[int, bytes, Any]:
     """DRF's answer to a caller who must authenticate (401 with the first
-    authentication class's challenge, as a permission class's refusal)."""
+    authentication class's challenge, as a permission class's refusal);
+    ``request`` None: an anonymous caller DRF did not see, of ``scope``."""
     view = EndpointAccess()
     view.args, view.kwargs = (), {}
     view.headers = view.default_response_headers
+    if request is None:
+        assert scope is not None, "an unseen caller's request is made from its scope"
+        request = view.initialize_request(ASGIRequest(scope, io.BytesIO(b"")))
     view.request = request
     return _refusal(view, request, NotAuthenticated())
 

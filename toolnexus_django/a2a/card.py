@@ -37,7 +37,9 @@ from .cardsigning import signed
 from .jsonrpc import AuthenticationRequired
 from .pushconfig import keeps_configs
 
-PROTOCOL_VERSION = "0.3.0"
+#: The legacy top-level ``protocolVersion`` (v0.3 clients read it): Major.Minor,
+#: as v1.0 §3.6 asks of cards ("0.3.0" before; the a2a-sdk reads both).
+PROTOCOL_VERSION = "0.3"
 #: (protocolBinding, protocolVersion) of each entry of supportedInterfaces:
 #: JSON-RPC at the endpoint in both versions, and the HTTP+JSON binding's
 #: routes under the same URL (``<url>/message:send``, ...: a2a/rest.py).

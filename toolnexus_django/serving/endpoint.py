@@ -269,7 +269,10 @@ async def serve_rest(
         if isinstance(result, Awaiting):
             result = await _settle(store, result)
         if rpc.method == "GetExtendedAgentCard":
-            await respond_card(scope, send, dumps(result), private=True, media_type=A2A_JSON)
+            slot = (endpoint_url(scope, rpc_path), caller_owner(request))
+            await respond_card(
+                scope, send, dumps(result), private=True, media_type=A2A_JSON, slot=slot
+            )
             return
         await respond_json(send, result, headers=A2A_JSON_HEADERS)
     except RpcError as err:

@@ -218,7 +218,8 @@ class RestView(JsonRpcView):
             if isinstance(result, Awaiting):
                 result = _settle(store, result)
             if rpc.method == "GetExtendedAgentCard":
-                return card_response(request, result, private=True, media_type=A2A_JSON)
+                slot = (mount_url(request), caller_owner(request))
+                return card_response(request, result, private=True, media_type=A2A_JSON, slot=slot)
             return json_response(result, content_type=A2A_JSON)
         except RpcError as err:
             err.details = True

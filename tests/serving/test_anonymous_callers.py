@@ -31,6 +31,7 @@ from tests.utils import task_in
 from toolnexus_django.asgi import AgentApplication
 from toolnexus_django.serving import endpoint
 from toolnexus_django.serving.anonymous import anonymous_pass
+from toolnexus_django.serving.pipeline import EndpointAccess
 from toolnexus_django.stores import get_task_store
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,7 +48,7 @@ class LooksFurther(BasicAuthentication):
 
 
 def test_the_shipped_classes_let_a_request_with_no_credential_pass_as_anonymous() -> None:
-    passing = anonymous_pass(SHIPPED, [AllowAny])
+    passing = anonymous_pass(SHIPPED, [AllowAny], EndpointAccess)
     assert passing is not None
     assert passing.admits("POST", [])
     assert passing.admits("POST", [("cookie", "csrftoken=abc; theme=dark")])
@@ -57,34 +58,37 @@ def test_the_shipped_classes_let_a_request_with_no_credential_pass_as_anonymous(
 
 
 def test_a_session_cookie_is_nobodys_credential_without_session_authentication() -> None:
-    passing = anonymous_pass([TokenAuthentication], [AllowAny])
+    passing = anonymous_pass([TokenAuthentication], [AllowAny], EndpointAccess)
     assert passing is not None and passing.session_cookie is None
     assert passing.admits("POST", [("cookie", "sessionid=abc")])
 
 
 def test_permissions_decide_by_the_method_alone_or_drf_answers() -> None:
-    read_only = anonymous_pass(SHIPPED, [IsAuthenticatedOrReadOnly])
+    read_only = anonymous_pass(SHIPPED, [IsAuthenticatedOrReadOnly], EndpointAccess)
     assert read_only is not None
     assert read_only.admits("GET", []) and not read_only.admits("POST", [])
     # An anonymous caller refused: DRF words the 401 and its challenge.
-    assert anonymous_pass(SHIPPED, [IsAuthenticated]) is None
-    assert anonymous_pass(SHIPPED, [IsAdminUser]) is None
-    assert anonymous_pass(SHIPPED, [AllowAny, IsAuthenticated]) is None
+    assert anonymous_pass(SHIPPED, [IsAuthenticated], EndpointAccess) is None
+    assert anonymous_pass(SHIPPED, [IsAdminUser], EndpointAccess) is None
+    assert anonymous_pass(SHIPPED, [AllowAny, IsAuthenticated], EndpointAccess) is None
 
 
 def test_classes_of_unknown_reach_always_go_through_drf() -> None:
-    assert anonymous_pass([LooksFurther], [AllowAny]) is None
-    assert anonymous_pass([RemoteUserAuthentication], [AllowAny]) is None  # a header of its own
-    assert anonymous_pass(SHIPPED, [type("Mine", (AllowAny,), {})]) is None
+    assert anonymous_pass([LooksFurther], [AllowAny], EndpointAccess) is None
+    assert (
+        anonymous_pass([RemoteUserAuthentication], [AllowAny], EndpointAccess) is None
+    )  # a header of its own
+    assert anonymous_pass(SHIPPED, [type("Mine", (AllowAny,), {})], EndpointAccess) is None
 
 
-def test_throttles_and_versioning_always_go_through_drf(settings: Any) -> None:
-    throttled = {"DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle"]}
-    settings.REST_FRAMEWORK = {**throttled, "DEFAULT_THROTTLE_RATES": {"anon": "100/min"}}
-    assert anonymous_pass(SHIPPED, [AllowAny]) is None
-    versioned = "rest_framework.versioning.AcceptHeaderVersioning"
-    settings.REST_FRAMEWORK = {"DEFAULT_VERSIONING_CLASS": versioned}
-    assert anonymous_pass(SHIPPED, [AllowAny]) is None
+def test_throttles_and_versioning_always_go_through_drf() -> None:
+    from rest_framework.throttling import AnonRateThrottle
+    from rest_framework.versioning import AcceptHeaderVersioning
+
+    throttled = type("Throttled", (EndpointAccess,), {"throttle_classes": [AnonRateThrottle]})
+    assert anonymous_pass(SHIPPED, [AllowAny], throttled) is None
+    versioned = type("Versioned", (EndpointAccess,), {"versioning_class": AcceptHeaderVersioning})
+    assert anonymous_pass(SHIPPED, [AllowAny], versioned) is None
 
 
 # -- through the ASGI endpoint -------------------------------------------------------------
@@ -139,7 +143,7 @@ def test_credentials_are_looked_up_as_before(
     anonymous = task_in("completed", store=get_task_store())
     status, _, answer = get_task(mine["id"], **basic("alice"))
     assert status == 200 and answer["result"]["id"] == mine["id"]
-    assert hops == ["authenticate", "dispatch"]
+    assert hops == ["admit", "dispatch"]
     # Alice is alice, not anonymous: an anonymous caller's Task is not hers.
     assert get_task(anonymous["id"], **basic("alice"))[2]["error"]["code"] == -32001
     # ...and an anonymous caller does not see hers.
@@ -179,3 +183,25 @@ def test_a_grpc_call_is_anonymous_by_its_metadata_alike(shipped: None) -> None:
     assert not endpoint.takes_drf(binding, "POST", (("user-agent", "grpc-python"),))
     assert endpoint.takes_drf(binding, "POST", (("authorization", "Basic eDp5"),))
     assert endpoint.takes_drf(binding, "POST", (("cookie", "sessionid=abc"),))
+
+
+def test_throttles_count_anonymous_callers_on_an_open_endpoint_too(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No authentication class and AllowAny, but DRF's throttles set: each
+    request goes through DRF, so the throttle counts it (it was skipped over
+    ASGI, though the WSGI views ran it)."""
+    from django.core.cache import cache
+    from rest_framework.throttling import AnonRateThrottle
+
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "AUTHENTICATION_CLASSES": []}
+    # DRF's views read DEFAULT_THROTTLE_CLASSES once, as their class is made.
+    monkeypatch.setattr(EndpointAccess, "throttle_classes", [AnonRateThrottle])
+    monkeypatch.setattr(AnonRateThrottle, "THROTTLE_RATES", {"anon": "1/min"})
+    endpoint.forget_bound()
+    cache.clear()
+    task = task_in("completed", store=get_task_store())
+    assert get_task(task["id"])[0] == 200
+    status, headers, answer = get_task(task["id"])
+    assert status == 429 and "retry-after" in headers
+    assert answer["error"]["code"] == -31429

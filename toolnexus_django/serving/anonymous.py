@@ -32,7 +32,7 @@ from rest_framework.authentication import (
     TokenAuthentication,
 )
 from rest_framework.permissions import SAFE_METHODS, AllowAny, IsAuthenticatedOrReadOnly
-from rest_framework.settings import api_settings
+from rest_framework.views import APIView
 
 #: Authentication classes (exactly these: a subclass may read more) whose
 #: credential is the Authorization header; SessionAuthentication's is the cookie.
@@ -72,11 +72,12 @@ class AnonymousPass:
 
 
 def anonymous_pass(
-    authentication: Sequence[Any], permissions: Sequence[Any]
+    authentication: Sequence[Any], permissions: Sequence[Any], view: type[APIView]
 ) -> AnonymousPass | None:
-    """The endpoint's :class:`AnonymousPass` for these classes, or None when
-    every request must go through DRF (see the module's docstring)."""
-    if api_settings.DEFAULT_THROTTLE_CLASSES or api_settings.DEFAULT_VERSIONING_CLASS:
+    """The :class:`AnonymousPass` of an endpoint with these classes, whose
+    DRF view is ``view`` (its throttles and versioning, as DRF reads them),
+    or None when every request must go through DRF (the module's docstring)."""
+    if view.throttle_classes or view.versioning_class is not None:
         return None
     known = (*HEADER_CLASSES, SessionAuthentication)
     if any(cls not in known for cls in authentication):

@@ -63,10 +63,6 @@ TRIAGE: dict[str, tuple[str, str]] = {
         "its schema forbids the v0.3 fields one card serves to v0.3 clients (the a2a-sdk's"
         " card has them too); §5.7: unrecognized fields SHOULD be ignored",
     ),
-    "TestAgentCardLastModified::test_last_modified_present": (
-        "tck",
-        "§8.6.1: Last-Modified is a MAY (we send ETag and Cache-Control, the SHOULDs)",
-    ),
     "TestTextArtifact::": ("tck", SCENARIO.format("artifact-text")),
     "TestFileArtifact::": ("tck", SCENARIO.format("artifact-file")),
     "TestFileUrlArtifact::": ("tck", SCENARIO.format("artifact-file-url")),

@@ -27,6 +27,7 @@ SAME_MEANING: dict[str, str] = {
     "lease_seconds": "how long a worker's hold lasts before another may take the work over",
     "Reply": "what a call to another party came back with (a webhook, an MCP transport)",
     "Turn": "one message of a model's conversation (a transcript's, a scripted model's)",
+    "Refused": "a refusal by the endpoint's DRF classes, as a binding's error (HTTP's, gRPC's)",
 }
 
 

@@ -83,8 +83,10 @@ DOCS: dict[str, str] = {
     ),
     'PERMISSION_CLASSES': (
         'DRF permission classes for the endpoint; `None` = '
-        '`REST_FRAMEWORK["DEFAULT_PERMISSION_CLASSES"]`. A refused request gets DRF\'s own HTTP '
-        '401/403 (`{"detail": ...}`), not a JSON-RPC error.'
+        '`REST_FRAMEWORK["DEFAULT_PERMISSION_CLASSES"]`. A refused request keeps DRF\'s HTTP '
+        '401 (with its `WWW-Authenticate` challenge), 403 or 429 and gets the binding\'s own '
+        'error: a JSON-RPC error object (-31401, -31403, -31429), a `google.rpc.Status` over '
+        'HTTP+JSON, `UNAUTHENTICATED` / `PERMISSION_DENIED` over gRPC.'
     ),
     'TASK_BACKEND': (
         'Which Django Tasks backend runs fulfilment and resumes. `None` = in this process, as '

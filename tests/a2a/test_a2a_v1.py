@@ -120,7 +120,7 @@ def test_the_card_is_a_union_for_every_client(live_server: Any, configure: Any) 
     endpoint = f"{live_server.url}/agent/"
     # Legacy fields: toolnexus's outbound client and v0.3 clients.
     assert card["url"] == endpoint
-    assert card["protocolVersion"] == "0.3.0"
+    assert card["protocolVersion"] == "0.3"  # Major.Minor (v1.0 §3.6)
     assert card["preferredTransport"] == "JSONRPC"
     # v1.0 clients: the JSON-RPC endpoint once per protocol version, and the
     # HTTP+JSON binding, whose routes live under the same URL (<url>/message:send).

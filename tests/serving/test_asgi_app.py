@@ -143,7 +143,9 @@ def test_a_body_that_never_finishes_is_dropped_at_the_read_timeout(app: Any, set
     assert status == 408 and headers["connection"] == "close"
 
 
-def test_drf_refuses_an_anonymous_caller_as_drf_does(app: Any, settings: Any) -> None:
+def test_drf_refuses_an_anonymous_caller_with_its_status_and_challenge(
+    app: Any, settings: Any
+) -> None:
     agent, _ = app
     settings.TOOLNEXUS = {
         **settings.TOOLNEXUS,
@@ -154,7 +156,12 @@ def test_drf_refuses_an_anonymous_caller_as_drf_does(app: Any, settings: Any) ->
     status, headers, reply = call(agent, scope(RPC_PATH), body)
     assert status == 401
     assert headers["www-authenticate"].startswith("Basic")
-    assert json.loads(reply) == {"detail": "Authentication credentials were not provided."}
+    # In the binding's words (tests/serving/test_refusals.py has the rest).
+    assert json.loads(reply) == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "error": {"code": -31401, "message": "Authentication credentials were not provided."},
+    }
 
 
 def test_what_a_request_binds_once_follows_the_settings_as_they_change(

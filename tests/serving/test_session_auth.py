@@ -50,13 +50,16 @@ def test_a_logged_in_session_owns_its_tasks_and_others_are_refused(
         "params": {"message": {"role": "user", "parts": [{"kind": "text", "text": "hi"}]}},
     }
     refused = post(agent_url, send)
-    assert refused.status == 403
-    assert refused.json == {"detail": "Authentication credentials were not provided."}
+    assert refused.status == 403  # SessionAuthentication has no challenge to send
+    assert refused.json["error"] == {
+        "code": -31403,
+        "message": "Authentication credentials were not provided.",
+    }
 
     alice = session_of("alice")
     cookie = f"{django_settings.SESSION_COOKIE_NAME}={alice}; csrftoken={CSRF}"
     no_token = post(agent_url, send, Cookie=cookie)
-    assert no_token.status == 403 and "CSRF" in no_token.json["detail"]
+    assert no_token.status == 403 and "CSRF" in no_token.json["error"]["message"]
 
     ok = post(agent_url, send, Cookie=cookie, **{"X-CSRFToken": CSRF})
     assert ok.status == 200, ok.body[:300]

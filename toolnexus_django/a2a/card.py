@@ -9,8 +9,8 @@ HTTP+JSON binding (v1.0) under the same URL.
 
 Authenticated callers may get an extended card (``EXTENDED_AGENT_CARD``,
 :func:`authenticated_card`), announced here when the endpoint authenticates.
-Both cards carry an ``ETag`` and ``Cache-Control`` (:func:`card_headers`),
-and, with a card key, ``signatures`` (:mod:`.cardsigning`).
+Both cards carry an ``ETag``, a ``Last-Modified`` and ``Cache-Control``
+(:func:`card_headers`), and, with a card key, ``signatures`` (:mod:`.cardsigning`).
 
 Its security fields (``securitySchemes``, ``security``, ``securityRequirements``)
 say what the endpoint's DRF classes accept and require (:mod:`.cardsecurity`).
@@ -22,10 +22,14 @@ import copy
 import hashlib
 import logging
 import re
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import toolnexus
+from django.utils.http import http_date, parse_etags, parse_http_date_safe
 
 from ..agent.runtime import skills_dirs
 from ..conf import toolnexus_settings
@@ -37,7 +41,9 @@ from .cardsigning import signed
 from .jsonrpc import AuthenticationRequired
 from .pushconfig import keeps_configs
 
-PROTOCOL_VERSION = "0.3.0"
+#: The legacy top-level ``protocolVersion`` (v0.3 clients read it): Major.Minor,
+#: as v1.0 §3.6 asks of cards ("0.3.0" before; the a2a-sdk reads both).
+PROTOCOL_VERSION = "0.3"
 #: (protocolBinding, protocolVersion) of each entry of supportedInterfaces:
 #: JSON-RPC at the endpoint in both versions, and the HTTP+JSON binding's
 #: routes under the same URL (``<url>/message:send``, ...: a2a/rest.py).
@@ -211,24 +217,75 @@ def _authentication_required() -> dict[str, Any]:
 # -- caching ------------------------------------------------------------------------
 
 
-def card_headers(body: bytes, *, private: bool = False) -> dict[str, str]:
+#: Cards whose last change each process remembers (:class:`ChangeTimes`).
+TRACKED = 1024
+
+
+class ChangeTimes:
+    """When each card last changed, as this process saw it: per slot (the
+    endpoint URL a card names, and the extended card's caller), the time
+    (whole seconds) it first served the slot's current content — known by
+    its ETag, so ``Last-Modified`` changes exactly when the ETag does, and
+    it is always later than the one of the content it replaced (a client
+    holding that one never gets a 304 for this one). A slot forgotten (past
+    :data:`TRACKED`) or a new process starts again from now: later, never
+    earlier."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._slots: OrderedDict[Hashable, tuple[str, int]] = OrderedDict()
+
+    def since(self, slot: Hashable, etag: str, now: int) -> int:
+        with self._lock:
+            seen = self._slots.pop(slot, None)
+            if seen is None or seen[0] != etag:
+                seen = (etag, now if seen is None else max(now, seen[1] + 1))
+            self._slots[slot] = seen
+            if len(self._slots) > TRACKED:
+                self._slots.popitem(last=False)
+            return seen[1]
+
+
+#: Times, not settings: a changed card has a new ETag, so they outlive a change.
+_changes = PerProcess("card change times", ChangeTimes, reload=False)
+
+
+def card_headers(
+    body: bytes, *, private: bool = False, slot: Hashable | None = None, now: float | None = None
+) -> dict[str, str]:
     """``ETag`` and ``Cache-Control`` of a card's body (the extended card is
-    the caller's own: private, and it varies with who asks)."""
+    the caller's own: private, and it varies with who asks), and with a
+    ``slot`` (what the card is for: see :class:`ChangeTimes`) its
+    ``Last-Modified`` — none while that would be later than ``now``
+    (RFC 9110 §8.8.2.1: a card changing more than once a second)."""
     headers = {
         "ETag": '"' + hashlib.blake2s(body, digest_size=12).hexdigest() + '"',
         "Cache-Control": f"{'private' if private else 'public'}, max-age={CARD_MAX_AGE}",
     }
     if private:
         headers["Vary"] = "Authorization, Cookie"
+    if slot is not None:
+        second = int(time.time() if now is None else now)
+        since = _changes.get().since((private, slot), headers["ETag"], second)
+        if since <= second:
+            headers["Last-Modified"] = http_date(since)
     return headers
 
 
-def not_modified(if_none_match: str | None, etag: str) -> bool:
-    """Whether ``If-None-Match`` names ``etag`` (weak comparison, RFC 9110)."""
-    from django.utils.http import parse_etags
-
-    if not if_none_match:
-        return False
-    tags = parse_etags(if_none_match)
-    strip = etag.removeprefix("W/")
-    return "*" in tags or any(t.removeprefix("W/") == strip for t in tags)
+def not_modified(
+    if_none_match: str | None,
+    etag: str,
+    if_modified_since: str | None = None,
+    last_modified: str | None = None,
+) -> bool:
+    """Whether a GET or HEAD of a card is answered 304 (RFC 9110 §13.2.2):
+    ``If-None-Match`` decides wherever it is sent (weak comparison); without
+    it, ``If-Modified-Since`` does where the card has a ``Last-Modified`` and
+    the field is one valid HTTP-date (else it is ignored, §13.1.3)."""
+    if if_none_match:
+        tags = parse_etags(if_none_match)
+        strip = etag.removeprefix("W/")
+        return "*" in tags or any(t.removeprefix("W/") == strip for t in tags)
+    asked = parse_http_date_safe(if_modified_since) if if_modified_since else None
+    changed = parse_http_date_safe(last_modified) if last_modified else None
+    return asked is not None and changed is not None and changed <= asked

@@ -50,8 +50,8 @@ RequestId = str | int | float | None
 class AuthenticationRequired(Exception):
     """The operation needs an authenticated caller (v1.0 §13.3: the extended
     Agent Card): each binding answers it as its authentication error — HTTP
-    401 with the endpoint's challenge, gRPC ``UNAUTHENTICATED`` — never as a
-    JSON-RPC error object."""
+    401 with the endpoint's challenge and the binding's error body
+    (:class:`~toolnexus_django.a2a.refusals.Refused`), gRPC ``UNAUTHENTICATED``."""
 
 
 class RpcError(Exception):
@@ -61,6 +61,9 @@ class RpcError(Exception):
     ``ErrorInfo.metadata`` carries ``data``); toolnexus and v0.3 callers get
     ``data`` as it is. The endpoint sets it once it knows the dialect.
     """
+
+    #: The ``ErrorInfo`` reason, where the code alone does not name it (:data:`REASONS`).
+    reason: str | None = None
 
     def __init__(
         self,
@@ -81,7 +84,7 @@ class RpcError(Exception):
     def as_error(self) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.details:
-            error["data"] = error_details(self.code, self.data)
+            error["data"] = error_details(self.code, self.data, self.reason)
         elif self.data is not None:
             error["data"] = self.data
         return error
@@ -97,16 +100,17 @@ def _metadata_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def error_details(code: int, data: Any = None) -> list[dict[str, Any]]:
+def error_details(code: int, data: Any = None, reason: str | None = None) -> list[dict[str, Any]]:
     """``error.data`` of an A2A v1.0 error: ``[google.rpc.ErrorInfo]`` with the
-    A2A reason, and ``data`` (an object) as its string-valued ``metadata``."""
+    A2A reason (``reason``, else the code's), and ``data`` (an object) as its
+    string-valued ``metadata``."""
     metadata = (
         {str(k): _metadata_value(v) for k, v in data.items()} if isinstance(data, dict) else {}
     )
     return [
         {
             "@type": ERROR_INFO_TYPE,
-            "reason": REASONS.get(code, "UNKNOWN_ERROR"),
+            "reason": reason or REASONS.get(code, "UNKNOWN_ERROR"),
             "domain": A2A_DOMAIN,
             "metadata": metadata,
         }
@@ -272,6 +276,16 @@ def parse_request(body: bytes) -> RpcRequest:
     if non_finite:
         raise _not_finite(rid)
     return RpcRequest(id=rid, method=method, params=params)
+
+
+def request_id(body: bytes) -> RequestId:
+    """The id an answer to ``body`` carries: its request's, or None where
+    :func:`parse_request` finds none (JSON-RPC 2.0 §5: null when it cannot
+    be detected)."""
+    try:
+        return parse_request(body).id
+    except RpcError as err:
+        return err.id
 
 
 def parse_object(body: bytes) -> dict[str, Any]:

@@ -23,7 +23,8 @@ A result is the JSON-RPC ``result`` itself; a stream's events are the same
 ``Last-Event-ID``. An error is a ``google.rpc.Status``-shaped
 ``{"error": {"code": <HTTP status>, "status": ..., "message": ...,
 "details": [ErrorInfo]}}`` with the HTTP status below — the official a2a-sdk
-server's table, whose client maps errors back by ``ErrorInfo.reason``.
+server's table, whose client maps errors back by ``ErrorInfo.reason`` — and
+so is a refusal by the endpoint's DRF classes, with DRF's status (a2a/refusals.py).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from .jsonrpc import (
     parse_object,
 )
 from .protojson import proto_name
+from .refusals import Refused
 
 #: JSON-RPC code -> (HTTP status, google.rpc status) for this binding.
 STATUS: dict[int, tuple[int, str]] = {
@@ -102,6 +104,8 @@ def rest_error(err: RpcError) -> tuple[int, dict[str, Any]]:
     status, word = STATUS.get(err.code, OTHER)
     if isinstance(err, MethodNotAllowed):
         status, word = 405, "UNIMPLEMENTED"
+    if isinstance(err, Refused):  # the DRF classes' own status (a2a/refusals.py)
+        status, word = err.status, err.grpc_status
     # A body that is not JSON is the SDK's "invalid request" (it has no parse error).
     code = INVALID_REQUEST if err.code == PARSE_ERROR else err.code
     return status, {
@@ -109,7 +113,7 @@ def rest_error(err: RpcError) -> tuple[int, dict[str, Any]]:
             "code": status,
             "status": word,
             "message": err.message,
-            "details": error_details(code, err.data),
+            "details": error_details(code, err.data, err.reason),
         }
     }
 

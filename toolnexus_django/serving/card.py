@@ -1,6 +1,7 @@
 """The Agent Card on both edges: ``GET <prefix>/.well-known/agent-card.json``
 (public, like any A2A card) and the extended card's response, with their
-ETags and Cache-Control (304 when ``If-None-Match`` has it).
+ETags, Last-Modified and Cache-Control (304 when ``If-None-Match`` has the
+ETag, or, without it, when ``If-Modified-Since`` is not before Last-Modified).
 
 The card names the endpoint's absolute URL as the request sees it — Django's
 own ``build_absolute_uri``, so a reverse proxy's ``X-Forwarded-Host`` /
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Hashable
 from typing import Any
 
 from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, HTTPScope
@@ -42,9 +44,10 @@ def endpoint_url(scope: HTTPScope, rpc_path: str) -> str:
     return ASGIRequest(scope, io.BytesIO()).build_absolute_uri(rpc_path)
 
 
-def card_for(scope: HTTPScope, rpc_path: str) -> bytes:
+def card_for(scope: HTTPScope, rpc_path: str) -> tuple[bytes, str]:
+    """The public card's body, and the endpoint URL it names."""
     url = endpoint_url(scope, rpc_path)
-    return dumps(signed(build_card(url, rpc_authentication_classes()), url))
+    return dumps(signed(build_card(url, rpc_authentication_classes()), url)), url
 
 
 async def respond_card(
@@ -54,11 +57,19 @@ async def respond_card(
     *,
     private: bool = False,
     media_type: str = "application/json",
+    slot: Hashable | None = None,
 ) -> None:
-    """A card with its ETag and Cache-Control; 304 when If-None-Match has it."""
-    headers = card_headers(body, private=private)
+    """A card with its ETag, Last-Modified (``slot``: what the card is for,
+    ``a2a.card.ChangeTimes``) and Cache-Control; 304 when not modified."""
+    headers = card_headers(body, private=private, slot=slot)
     extra = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
-    if not_modified(headers_of(scope).get("if-none-match"), headers["ETag"]):
+    asked = headers_of(scope)
+    if not_modified(
+        asked.get("if-none-match"),
+        headers["ETag"],
+        asked.get("if-modified-since"),
+        headers.get("Last-Modified"),
+    ):
         await respond(send, 304, b"", extra)
         return
     if scope["method"] == "HEAD":
@@ -73,12 +84,12 @@ async def serve_card(
     try:
         # On a thread: the card reads the skills from disk (cached) and may
         # call the project's hooks.
-        body = await run_sync(card_for, scope, rpc_path)
+        body, url = await run_sync(card_for, scope, rpc_path)
     except Exception:
         log_exception(logger, "building the Agent Card failed")
         await respond_json(send, {"detail": "Internal error"}, status=500)
         return
-    await respond_card(scope, send, body)
+    await respond_card(scope, send, body, slot=url)
 
 
 # -- under WSGI ------------------------------------------------------------------------------
@@ -99,11 +110,18 @@ def card_response(
     *,
     private: bool = False,
     media_type: str = "application/json",
+    slot: Hashable | None = None,
 ) -> HttpResponse:
-    """A card with its ETag and Cache-Control; 304 when If-None-Match has it."""
+    """A card with its ETag, Last-Modified (``slot``: what the card is for,
+    ``a2a.card.ChangeTimes``) and Cache-Control; 304 when not modified."""
     body = dumps(card)
-    headers = card_headers(body, private=private)
-    if not_modified(request.headers.get("If-None-Match"), headers["ETag"]):
+    headers = card_headers(body, private=private, slot=slot)
+    if not_modified(
+        request.headers.get("If-None-Match"),
+        headers["ETag"],
+        request.headers.get("If-Modified-Since"),
+        headers.get("Last-Modified"),
+    ):
         response = HttpResponse(status=304)
     else:
         response = HttpResponse(body, content_type=media_type)
@@ -125,4 +143,4 @@ class AgentCardView(APIView):
     def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
         url = mount_url(request, self.describes)
         card = signed(build_card(url, rpc_authentication_classes()), url)
-        return card_response(request, card)
+        return card_response(request, card, slot=url)

@@ -14,6 +14,7 @@ process can keep thousands open.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
@@ -33,9 +34,11 @@ from ..a2a.jsonrpc import (
     body_too_large,
     failure,
     parse_request,
+    request_id,
     success,
 )
 from ..a2a.methods import Awaiting, CallContext, EventStream
+from ..a2a.refusals import Refused
 from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
 from ..conf import toolnexus_settings
 from ..runtime.dbthreads import run_sync
@@ -43,19 +46,24 @@ from ..runtime.outages import log_exception
 from ..runtime.registry import PerProcess
 from ..stores import TaskStore, get_task_store
 from ..strictjson import dumps
+from .anonymous import AnonymousPass, anonymous_pass, asgi_headers
 from .card import endpoint_url, respond_card
 from .handler import EndpointActions, handler
 from .pipeline import (
     A2A_JSON,
     A2A_JSON_HEADERS,
+    JSON_HEADERS,
     BodyTooLarge,
     ClientGone,
+    EndpointAccess,
     authenticate,
     caller_owner,
+    encoded,
     headers_of,
     needs_drf,
     not_authenticated,
     read_body,
+    refusal_of,
     respond,
     respond_json,
     respond_timeout,
@@ -79,15 +87,27 @@ class Bound:
     authentication: tuple[Any, ...]
     #: Whether a request goes through DRF at all (:func:`.pipeline.needs_drf`).
     drf: bool
+    #: Which of them are anonymous and admitted without it (:mod:`.anonymous`).
+    anonymous: AnonymousPass | None
+
+
+def takes_drf(binding: Bound, method: str, headers: Iterable[tuple[str, str]]) -> bool:
+    """Whether a request must go through the endpoint's DRF classes (on a
+    database thread): not when none is set, nor for a caller DRF would find
+    anonymous and admit (:class:`.anonymous.AnonymousPass`)."""
+    if not binding.drf:
+        return False
+    return binding.anonymous is None or not binding.anonymous.admits(method, headers)
 
 
 def _bind() -> Bound:
-    authentication = rpc_authentication_classes()
+    authentication, permissions = rpc_authentication_classes(), rpc_permission_classes()
     return Bound(
         store=get_task_store(),
         read_timeout=float(toolnexus_settings.READ_TIMEOUT),
         authentication=tuple(authentication),  # shared by every request: not a list
-        drf=needs_drf(authentication, rpc_permission_classes()),
+        drf=needs_drf(authentication, permissions),
+        anonymous=anonymous_pass(authentication, permissions, EndpointAccess),
     )
 
 
@@ -125,10 +145,9 @@ def call_context(
         a2a_version=version,
         last_event_id=headers_of(scope).get("last-event-id"),
         held=None,  # waiting holds no thread here
-        extended_card=(
-            extended_card_builder(request, endpoint_url(scope, rpc_path), bound().authentication)
-            if request is not None
-            else None
+        # None for a caller DRF did not see: anonymous, as DRF would have found.
+        extended_card=extended_card_builder(
+            request, endpoint_url(scope, rpc_path), bound().authentication
         ),
     )
 
@@ -171,12 +190,33 @@ async def read_request(
         await respond_timeout(send)
         return None
     request = None
-    if binding.drf:
-        request, refusal = await run_sync(authenticate, scope, body)
+    if takes_drf(binding, scope["method"], asgi_headers(scope)):
+        request, refusal = await run_sync(admit, scope, body, rest)
         if refusal is not None:
-            await respond(send, *refusal)
+            refusal.details = _speaks_v1(version)
+            await (respond_rest_error(send, refusal) if rest else respond_refusal(send, refusal))
             return None
     return body, request
+
+
+def admit(scope: HTTPScope, body: bytes, rest: bool) -> tuple[Any, Refused | None]:
+    """(the DRF request, None), or (None, DRF's refusal as the binding's
+    error: for JSON-RPC, with the id of the request ``body`` holds). On a
+    database thread: authenticating may query, and the body is parsed for
+    its id there too, off the event loop."""
+    request, refusal = authenticate(scope, body)
+    if refusal is None:
+        return request, None
+    err = refusal_of(*refusal)
+    if not rest:
+        err.id = request_id(body)
+    return None, err
+
+
+async def respond_refusal(send: ASGISendCallable, err: Refused) -> None:
+    """A JSON-RPC error object with the refusal's HTTP status and headers."""
+    body = dumps(failure(err.id, err))
+    await respond(send, err.status, body, [*JSON_HEADERS, *encoded(err.headers)])
 
 
 async def serve_rpc(
@@ -204,7 +244,9 @@ async def serve_rpc(
     except RpcError as err:
         await respond_json(send, failure(err.id if err.id is not None else rid, err))
     except AuthenticationRequired:
-        await respond(send, *await run_sync(not_authenticated, request))
+        refusal = refusal_of(*await run_sync(not_authenticated, request, scope))
+        refusal.id, refusal.details = rid, _speaks_v1(version)
+        await respond_refusal(send, refusal)
     except Exception:  # a bug (a traceback), or a database that is down (one line)
         log_exception(logger, "JSON-RPC request failed")
         await respond_json(send, failure(rid, RpcError(INTERNAL_ERROR, "Internal error")))
@@ -241,14 +283,18 @@ async def serve_rest(
         if isinstance(result, Awaiting):
             result = await _settle(store, result)
         if rpc.method == "GetExtendedAgentCard":
-            await respond_card(scope, send, dumps(result), private=True, media_type=A2A_JSON)
+            slot = (endpoint_url(scope, rpc_path), caller_owner(request))
+            await respond_card(
+                scope, send, dumps(result), private=True, media_type=A2A_JSON, slot=slot
+            )
             return
         await respond_json(send, result, headers=A2A_JSON_HEADERS)
     except RpcError as err:
         err.details = True
         await respond_rest_error(send, err)
     except AuthenticationRequired:
-        await respond(send, *await run_sync(not_authenticated, request))
+        refused = refusal_of(*await run_sync(not_authenticated, request, scope))
+        await respond_rest_error(send, refused)
     except Exception:
         log_exception(logger, "HTTP+JSON request failed")
         await respond_rest_error(send, RpcError(INTERNAL_ERROR, "Internal error", details=True))
@@ -259,6 +305,8 @@ async def respond_rest_error(send: ASGISendCallable, err: RpcError) -> None:
     headers = A2A_JSON_HEADERS
     if isinstance(err, MethodNotAllowed):
         headers = [*headers, (b"allow", ", ".join(err.allow).encode())]
+    if isinstance(err, Refused):  # DRF's challenge, Retry-After
+        headers = [*headers, *encoded(err.headers)]
     await respond(send, status, dumps(payload), headers)
 
 

@@ -70,7 +70,7 @@ from ..a2a.jsonrpc import (
 from ..a2a.methods import Awaiting, CallContext, EventStream
 from ..runtime.dbthreads import run_sync
 from ..runtime.outages import log_exception
-from .endpoint import Bound, bound
+from .endpoint import Bound, bound, takes_drf
 from .grpccall import (
     CallInfo,
     MessageTooLarge,
@@ -121,11 +121,8 @@ def grpc_call_context(
         a2a_version="1.0",
         last_event_id=info.get("last-event-id"),
         held=None,  # waiting holds no thread here
-        extended_card=(
-            extended_card_builder(request, endpoint_url, binding.authentication)
-            if request is not None
-            else None
-        ),
+        # None for a caller DRF did not see: anonymous, as DRF would have found.
+        extended_card=extended_card_builder(request, endpoint_url, binding.authentication),
     )
 
 
@@ -194,7 +191,8 @@ class A2AService(a2a_pb2_grpc.A2AServiceServicer):
         check_size(raw)  # before anything is parsed, stored or sent to the model
         binding = bound()
         # Only a call DRF must see takes a thread for it (as over ASGI).
-        caller = await caller_of(info, method, self.authority) if binding.drf else None
+        drf = takes_drf(binding, "POST", info.metadata)
+        caller = await caller_of(info, method, self.authority) if drf else None
         ctx = grpc_call_context(info, binding, caller, self.endpoint_url)
         params = request_params(raw, self.requests[method])
         return ctx, await run_sync(handler.dispatch, RpcRequest(None, method, params), ctx)

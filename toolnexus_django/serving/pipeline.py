@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
+from collections.abc import Iterable
 from importlib import import_module
 from typing import Any
 
@@ -30,6 +32,7 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from ..a2a.refusals import Refused, message_of
 from ..conf import toolnexus_settings
 from ..strictjson import dumps
 
@@ -118,8 +121,11 @@ def rpc_permission_classes() -> list[Any]:
 
 
 def needs_drf(authentication: list[Any], permissions: list[Any]) -> bool:
-    """Whether a request must go through DRF (any authentication, or a
-    permission other than AllowAny); if not, every caller is anonymous."""
+    """Whether a request must go through DRF (any authentication, a
+    permission other than AllowAny, or DRF's throttles, which count
+    anonymous callers too); if not, every caller is anonymous."""
+    if EndpointAccess.throttle_classes:
+        return True
     return bool(authentication) or any(p is not AllowAny for p in permissions)
 
 
@@ -177,12 +183,16 @@ def authenticate(
     return request, None
 
 
-def not_authenticated(request: Any) -> tuple[int, bytes, Any]:
+def not_authenticated(request: Any, scope: HTTPScope | None = None) -> tuple[int, bytes, Any]:
     """DRF's answer to a caller who must authenticate (401 with the first
-    authentication class's challenge, as a permission class's refusal)."""
+    authentication class's challenge, as a permission class's refusal);
+    ``request`` None: an anonymous caller DRF did not see, of ``scope``."""
     view = EndpointAccess()
     view.args, view.kwargs = (), {}
     view.headers = view.default_response_headers
+    if request is None:
+        assert scope is not None, "an unseen caller's request is made from its scope"
+        request = view.initialize_request(ASGIRequest(scope, io.BytesIO(b"")))
     view.request = request
     return _refusal(view, request, NotAuthenticated())
 
@@ -192,6 +202,34 @@ def _refusal(view: APIView, request: Any, exc: Exception) -> tuple[int, bytes, A
     response.render()
     headers = [(k.lower().encode("latin-1"), str(v).encode("latin-1")) for k, v in response.items()]
     return response.status_code, response.content, headers
+
+
+#: DRF's headers that say nothing of a refusal in a binding's words: the
+#: view's methods (``Allow``), DRF's renderer negotiation (``Vary: Accept``),
+#: and the type and length of DRF's own body.
+NOT_KEPT = frozenset({"allow", "vary", "content-type", "content-length"})
+
+
+def refused_by_drf(status: int, data: Any, headers: Iterable[tuple[str, str]]) -> Refused:
+    """DRF's refusal — its status, its response data, its headers — as the
+    binding's error (a2a/refusals.py), keeping the challenge and ``Retry-After``."""
+    kept = [(k, v) for k, v in headers if k.lower() not in NOT_KEPT]
+    return Refused(status, message_of(status, data), kept)
+
+
+def refusal_of(status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]]) -> Refused:
+    """:func:`refused_by_drf` of a refusal as :func:`authenticate` renders it."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    named = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
+    return refused_by_drf(status, data, named)
+
+
+def encoded(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    """``headers`` as an ASGI response carries them."""
+    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
 
 
 def caller_owner(request: Any) -> str | None:

@@ -17,7 +17,9 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse
+from django.http.request import RawPostDataException
 from django.http.response import HttpResponseBase
+from rest_framework import exceptions
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -34,9 +36,11 @@ from ..a2a.jsonrpc import (
     body_too_large,
     failure,
     parse_request,
+    request_id,
     success,
 )
 from ..a2a.methods import Awaiting, CallContext, EventStream
+from ..a2a.refusals import Refused
 from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
 from ..keys import jwks
 from ..runtime.outages import log_exception
@@ -44,7 +48,13 @@ from ..stores import TaskStore, get_task_store
 from ..strictjson import dumps
 from .card import card_response, mount_url
 from .handler import EndpointActions, handler
-from .pipeline import A2A_JSON, EndpointAccess, caller_owner, rpc_authentication_classes
+from .pipeline import (
+    A2A_JSON,
+    EndpointAccess,
+    caller_owner,
+    refused_by_drf,
+    rpc_authentication_classes,
+)
 from .sse import sse_response
 
 logger = logging.getLogger("toolnexus_django.views")
@@ -133,6 +143,36 @@ class JsonRpcView(EndpointAccess):
             log_exception(logger, "JSON-RPC request failed")
             return json_response(failure(rid, RpcError(INTERNAL_ERROR, "Internal error")))
 
+    # DRF's stubs say a Response; dispatch passes any HttpResponseBase on
+    # (finalize_response takes one), and the answer is ours, not DRF's renderer's.
+    def handle_exception(self, exc: Exception) -> HttpResponseBase:  # type: ignore[override]
+        """DRF's refusal (401 with the challenge, 403, 429 with ``Retry-After``)
+        in this binding's words, as over ASGI (a2a/refusals.py); a request
+        with the wrong HTTP method keeps DRF's 405 and its ``Allow``."""
+        response = super().handle_exception(exc)
+        if isinstance(exc, exceptions.MethodNotAllowed):
+            return response
+        # Not the view's Allow and DRF's Vary: Accept (finalize_response adds
+        # these headers): neither says anything of this answer.
+        self.headers = {}
+        data = getattr(response, "data", None)
+        return self.refusal(refused_by_drf(response.status_code, data, response.items()))
+
+    def refusal(self, err: Refused) -> HttpResponseBase:
+        err.id, err.details = request_id(_body(self.request)), _speaks_v1(self.request)
+        response = json_response(failure(err.id, err), status=err.status)
+        for name, value in err.headers:
+            response[name] = value
+        return response
+
+
+def _body(request: Request) -> bytes:
+    """The body, where Django still has it (b"": too large, or read as a stream)."""
+    try:
+        return request.body
+    except (RequestDataTooBig, RawPostDataException):
+        return b""
+
 
 def _settle(store: TaskStore, waiting: Awaiting) -> Any:
     """A blocking send's result, once its Task has stopped."""
@@ -178,7 +218,8 @@ class RestView(JsonRpcView):
             if isinstance(result, Awaiting):
                 result = _settle(store, result)
             if rpc.method == "GetExtendedAgentCard":
-                return card_response(request, result, private=True, media_type=A2A_JSON)
+                slot = (mount_url(request), caller_owner(request))
+                return card_response(request, result, private=True, media_type=A2A_JSON, slot=slot)
             return json_response(result, content_type=A2A_JSON)
         except RpcError as err:
             err.details = True
@@ -189,10 +230,16 @@ class RestView(JsonRpcView):
             log_exception(logger, "HTTP+JSON request failed")
             return rest_response(RpcError(INTERNAL_ERROR, "Internal error"))
 
+    def refusal(self, err: Refused) -> HttpResponseBase:
+        return rest_response(err)
+
 
 def rest_response(err: RpcError) -> HttpResponse:
     status, payload = rest_error(err)
     response = json_response(payload, status=status, content_type=A2A_JSON)
     if isinstance(err, MethodNotAllowed):
         response["Allow"] = ", ".join(err.allow)
+    if isinstance(err, Refused):  # DRF's challenge, Retry-After
+        for name, value in err.headers:
+            response[name] = value
     return response

@@ -21,6 +21,7 @@ from django.db import DatabaseError, connections
 
 from ...conf import import_path, toolnexus_settings
 from ...runtime import dbthreads, grace_seconds
+from ...serving.filelimit import raise_open_files
 from ...serving.server import (
     ServeOptions,
     admin_url,
@@ -82,6 +83,8 @@ class Command(BaseCommand):
     serving_static = False
     #: The createsuperuser hint, when the admin is served and nobody can sign in.
     admin_hint: str | None = None
+    #: Whether the open-file limit was raised, and what to say of it (None: nothing).
+    open_files: tuple[bool, str] | None = None
 
     help = (
         "Serve the project (ASGI: uvicorn workers under gunicorn's master) and run the "
@@ -158,6 +161,8 @@ class Command(BaseCommand):
         self.admin_hint = superuser_hint() if admin_url(opts.base_url) else None
         # Nothing opened in this (master) process may leak into the workers.
         connections.close_all()
+        # Before the workers fork: they inherit it (one descriptor per stream).
+        self.open_files = raise_open_files()
 
         master = os.getpid()
         try:
@@ -206,6 +211,9 @@ class Command(BaseCommand):
         if opts.grpc_address:
             self.stdout.write(f"gRPC: {opts.grpc_address} (A2A v1.0, in every worker)")
         self.stdout.write(f"Model: {describe_model()}")
+        if self.open_files is not None:
+            raised, said = self.open_files
+            (self.stdout if raised else self.stderr).write(said)
         if self.serving_static:
             from ...serving.staticfiles import static_prefix
 

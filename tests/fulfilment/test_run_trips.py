@@ -67,7 +67,12 @@ def test_a_move_inside_a_transaction_or_elsewhere_is_read_from_the_store() -> No
         assert watch.news(claimed.task) is None
 
 
-def test_a_blocking_wait_reads_the_task_once_when_its_run_is_local() -> None:
+def test_a_blocking_wait_reads_the_task_once_when_its_run_is_local(settings: Any) -> None:
+    # The local hand-over alone: on PostgreSQL this process's listener may hear
+    # a move's NOTIFY before the mover hands its version over, and the waiter
+    # then reads the store (benchmarks/RESULTS.md: 0.24-0.5 reads per blocking
+    # send); that race is the listener's, not what this test counts.
+    settings.TOOLNEXUS = {**settings.TOOLNEXUS, "EVENT_LISTENER": False}
     store = CountingStore()
     task = submitted(store)
 

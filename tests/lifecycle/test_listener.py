@@ -157,7 +157,9 @@ def test_moves_made_while_the_listener_is_down_arrive_when_it_is_back(
     tasks = [submitted(store) for _ in range(3)]
     with ExitStack() as stack:
         watches = [stack.enter_context(wakeups.watch(store, t["id"])) for t in tasks]
-        wait_until(lambda: listener.heard_alias() == "default", timeout=DEADLINE, what="it")
+        # Connected, and its catch-up beat done: no beat of the poller is due
+        # but the one the loss will ask for (else it could find the moves below).
+        wait_until(lambda: heard_after_catching_up(beats), timeout=DEADLINE, what="the listener")
         [pid] = wait_until(lambda: len(listening_sessions()) == 1 and listening_sessions())
         with refusing_connections():
             with connection.cursor() as cursor:

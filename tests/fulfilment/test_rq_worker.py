@@ -135,7 +135,12 @@ def test_an_approval_resumes_through_rq_and_the_approved_call_writes_once(
         second = workers.start()
         done = rpc.wait(task_id, ("completed", "failed"), timeout=30)
         assert done["status"]["state"] == "completed", done["status"]
-        assert resume_job.get_status(refresh=True) == "finished"
+        # The horse marks its job finished just after the run's last write.
+        wait_until(
+            lambda: resume_job.get_status(refresh=True) == "finished",
+            timeout=20,
+            what="RQ to mark the resume job finished",
+        )
         assert resume_job.return_value() == "completed"
 
     assert runner_of(task_id) in second.runners()

@@ -73,6 +73,10 @@ def test_a_blocking_wait_reads_the_task_once_when_its_run_is_local(settings: Any
     # then reads the store (benchmarks/RESULTS.md: 0.24-0.5 reads per blocking
     # send); that race is the listener's, not what this test counts.
     settings.TOOLNEXUS = {**settings.TOOLNEXUS, "EVENT_LISTENER": False}
+    from toolnexus_django.lifecycle import listener
+
+    listening = listener._listening.peek()
+    assert listening is None or listening.close(5), "an earlier test's listener still runs"
     store = CountingStore()
     task = submitted(store)
 

@@ -63,9 +63,12 @@ def beats(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str |
     recorded: list[str | None] = []
     real = hub.beat
 
-    def beat() -> bool:
-        recorded.append(listener.heard_alias())
-        return real()
+    def beat() -> bool:  # recorded as it ends: what it found is in hand by then
+        heard = listener.heard_alias()
+        try:
+            return real()
+        finally:
+            recorded.append(heard)
 
     monkeypatch.setattr(hub, "beat", beat)
     yield recorded

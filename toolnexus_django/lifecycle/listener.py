@@ -260,6 +260,8 @@ class Listener:
                 self._hand(notice.payload)
 
     def _hand(self, payload: str) -> None:
+        if self._stopping.is_set():
+            return  # stopped (the settings changed, nothing watches): hands nothing more
         parsed = parse_payload(payload)
         if parsed is not None:
             self._heard(*parsed)

@@ -342,11 +342,32 @@ async def send_then_poll(server: Server, clients: int, seconds: float, sleep: fl
     return {"tasks_per_s": len(done) / seconds, "completed_in_window": len(done), "cpu_s": cpu}
 
 
-async def completed_task(server: Server) -> str:
+async def completed_task(server: Server, headers: dict[str, str] | None = None) -> str:
     conn = Connection("127.0.0.1", server.port)
-    reply = await conn.post(server.path, rpc("SendMessage", {"message": message("seed")}), V1)
+    send = rpc("SendMessage", {"message": message("seed")})
+    reply = await conn.post(server.path, send, {**V1, **(headers or {})})
     conn.close()
     return str(reply.json()["result"]["task"]["id"])
+
+
+def token_of(server: Server) -> dict[str, str]:
+    """A DRF token's Authorization header for a new user of ``server``'s
+    database (the demo's TokenAuthentication); none for the SDK's servers,
+    which run without authentication."""
+    if not server.name.startswith("toolnexus"):
+        return {}
+    make = (
+        "from django.contrib.auth.models import User;"
+        "from rest_framework.authtoken.models import Token;"
+        "u, _ = User.objects.get_or_create(username='peer-agent');"
+        "print(Token.objects.get_or_create(user=u)[0].key)"
+    )
+    env = {k: v for k, v in server.env.items() if "{" not in v}
+    out = subprocess.run(
+        [PY, "manage.py", "shell", "-c", make], cwd=ROOT, env=env,
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return {"Authorization": f"Token {out.split()[-1]}"}
 
 
 async def slow_headers(server: Server, n: int, seconds: float) -> Result:
@@ -401,8 +422,11 @@ async def slow_headers(server: Server, n: int, seconds: float) -> Result:
     }
 
 
-def gettask_wrk(server: Server, task_id: str, seconds: float) -> Result:
-    """wrk -t2 -c16 on GetTask of a completed Task: req/s, CPU ms per request."""
+def gettask_wrk(
+    server: Server, task_id: str, seconds: float, headers: dict[str, str] | None = None
+) -> Result:
+    """wrk -t2 -c16 on GetTask of a completed Task (with ``headers``: a
+    credential): req/s, CPU ms per request."""
     body = rpc("GetTask", {"id": task_id})
     import json as _json
 
@@ -412,6 +436,10 @@ def gettask_wrk(server: Server, task_id: str, seconds: float) -> Result:
         f"wrk.body = {_json.dumps(_json.dumps(body))}\n"
         'wrk.headers["Content-Type"] = "application/json"\n'
         'wrk.headers["A2A-Version"] = "1.0"\n'
+        + "".join(
+            f"wrk.headers[{_json.dumps(k)}] = {_json.dumps(v)}\n"
+            for k, v in (headers or {}).items()
+        )
     )
     url = f"http://127.0.0.1:{server.port}{server.path}"
     subprocess.run(["wrk", "-t2", "-c16", "-d2s", "-s", str(script), url], capture_output=True)
@@ -549,6 +577,15 @@ async def _slow(server: Server, args: argparse.Namespace) -> Result:
 async def _gettask(server: Server, args: argparse.Namespace) -> Result:
     task_id = await completed_task(server)
     return await asyncio.to_thread(gettask_wrk, server, task_id, args.wrk_seconds)
+
+
+@workload("gettask_token")
+async def _gettask_token(server: Server, args: argparse.Namespace) -> Result:
+    """GetTask as a peer with a DRF token (ours: TokenAuthentication looks it
+    up; the SDK's: the same GetTask, its servers have no authentication)."""
+    headers = await asyncio.to_thread(token_of, server)
+    task_id = await completed_task(server, headers)
+    return await asyncio.to_thread(gettask_wrk, server, task_id, args.wrk_seconds, headers)
 
 
 @workload("e2e")

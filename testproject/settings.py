@@ -49,6 +49,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    # DRF's tokens: a peer agent calls the expenses agent as a Django user with
+    # one (`manage.py drf_create_token <username>`; "Authorization: Token <key>").
+    "rest_framework.authtoken",
     "toolnexus_django",
     # The demo's own data: expense claims its agent files (testproject/expenses).
     "testproject.expenses",
@@ -164,7 +167,8 @@ if HAS_TASKS_RQ:
 #: "expenses" (the default): file_expense and my_expenses act on the expenses
 #:   app as the person who asked (testproject/expenses/tools.py), so they are
 #:   offered only to a signed-in requester allowed to use them; the endpoint
-#:   knows who asks (HTTP Basic, or a signed-in admin session).
+#:   knows who asks (HTTP Basic, a DRF token — a peer agent's — or a
+#:   signed-in admin session).
 #: "example": the app's example file_expense (no permission, no database) on
 #:   an endpoint without authentication: what the test suite was written
 #:   against, anonymous callers and all (tests/conftest.py selects it for the
@@ -179,6 +183,7 @@ DEMO_AGENTS: dict[str, dict[str, list[str]]] = {
         ],
         "authentication": [
             "rest_framework.authentication.BasicAuthentication",
+            "rest_framework.authentication.TokenAuthentication",
             "rest_framework.authentication.SessionAuthentication",
         ],
     },

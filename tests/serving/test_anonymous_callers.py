@@ -143,7 +143,7 @@ def test_credentials_are_looked_up_as_before(
     anonymous = task_in("completed", store=get_task_store())
     status, _, answer = get_task(mine["id"], **basic("alice"))
     assert status == 200 and answer["result"]["id"] == mine["id"]
-    assert hops == ["admit", "dispatch"]
+    assert hops == ["admitted"]  # looked up and served in one hop, not two
     # Alice is alice, not anonymous: an anonymous caller's Task is not hers.
     assert get_task(anonymous["id"], **basic("alice"))[2]["error"]["code"] == -32001
     # ...and an anonymous caller does not see hers.
@@ -205,3 +205,55 @@ def test_throttles_count_anonymous_callers_on_an_open_endpoint_too(
     status, headers, answer = get_task(task["id"])
     assert status == 429 and "retry-after" in headers
     assert answer["error"]["code"] == -31429
+
+
+@pytest.fixture
+def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every SQL statement any thread runs (the endpoint's run on its
+    database threads, whose connections are not the test's)."""
+    from django.db.backends.utils import CursorWrapper
+
+    ran: list[str] = []
+    real = CursorWrapper.execute
+
+    def execute(self: Any, sql: str, params: Any = None) -> Any:
+        ran.append(sql)
+        return real(self, sql, params)
+
+    monkeypatch.setattr(CursorWrapper, "execute", execute)
+    return ran
+
+
+@pytest.fixture
+def with_tokens(settings: Any) -> None:
+    """The demo's classes with DRF's TokenAuthentication: a peer agent's key."""
+    settings.TOOLNEXUS = {
+        **settings.TOOLNEXUS,
+        "STORE": "django",
+        "AUTHENTICATION_CLASSES": [
+            "rest_framework.authentication.BasicAuthentication",
+            "rest_framework.authentication.TokenAuthentication",
+            "rest_framework.authentication.SessionAuthentication",
+        ],
+        "PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    }
+
+
+def test_a_token_is_looked_up_with_one_query_in_the_one_hop_that_serves_the_call(
+    with_tokens: None, hops: list[str], statements: list[str], users: dict[str, Any]
+) -> None:
+    from rest_framework.authtoken.models import Token
+
+    key = Token.objects.create(user=users["alice"]).key
+    mine = task_in("completed", owner=str(users["alice"].pk), store=get_task_store())
+    statements.clear()
+    status, _, answer = get_task(mine["id"], Authorization=f"Token {key}")
+    assert status == 200 and answer["result"]["id"] == mine["id"]  # alice's, so she is alice
+    assert hops == ["admitted"]
+    credential = [sql for sql in statements if "authtoken_token" in sql or "auth_user" in sql]
+    assert len(credential) == 1, statements  # the token with its user: select_related
+    # A revoked key is refused at once: nothing of it is kept between requests.
+    Token.objects.filter(key=key).delete()
+    status, headers, answer = get_task(mine["id"], Authorization=f"Token {key}")
+    assert status == 401 and answer["error"]["code"] == -31401
+    assert headers["www-authenticate"].startswith("Basic")  # the first class's challenge

@@ -1,11 +1,11 @@
 """The JSON-RPC endpoint and the HTTP+JSON binding over ASGI.
 
-Each request goes through one pipeline: read the body within its limits
-and authenticate and permit it with the endpoint's DRF classes (only where
-any are set: :mod:`.pipeline`), parse it (JSON-RPC) or route it
-(HTTP+JSON, ``a2a.rest``), dispatch it to the request handler
-(:mod:`.handler`) on a database thread (:mod:`toolnexus_django.runtime.dbthreads`),
-and render the answer in the binding's words — a stream as Server-Sent
+Each request goes through one pipeline: read the body within its limits,
+then, in one hop to a database thread (:mod:`toolnexus_django.runtime.dbthreads`),
+authenticate and permit it with the endpoint's DRF classes (only where they
+must read something: :mod:`.pipeline`, :mod:`.anonymous`), parse it
+(JSON-RPC) or route it (HTTP+JSON, ``a2a.rest``) and dispatch it to the
+request handler (:mod:`.handler`); then render the answer in the binding's words — a stream as Server-Sent
 Events (:mod:`.sse`). No thread is held while a request waits: a stream or
 a blocking send waits on its Task's wake-ups (``lifecycle.wakeups``), so one
 process can keep thousands open.
@@ -14,7 +14,7 @@ process can keep thousands open.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
@@ -169,19 +169,13 @@ def _speaks_v1(version: str | None) -> bool:
 
 
 async def read_request(
-    scope: HTTPScope,
-    receive: ASGIReceiveCallable,
-    send: ASGISendCallable,
-    version: str | None,
-    *,
-    rest: bool = False,
-) -> Any:
-    """The request's body and its caller: (body, DRF request or None), or
-    None when it was answered already (too big, too slow, refused by DRF;
-    ``rest``: in the HTTP+JSON binding's words)."""
+    receive: ASGIReceiveCallable, send: ASGISendCallable, version: str | None, *, rest: bool = False
+) -> bytes | None:
+    """The request's body, or None when it was answered already (too big,
+    too slow; ``rest``: in the HTTP+JSON binding's words)."""
     limit, binding = settings.DATA_UPLOAD_MAX_MEMORY_SIZE, bound()
     try:
-        body = await read_body(receive, limit, binding.read_timeout)
+        return await read_body(receive, limit, binding.read_timeout)
     except BodyTooLarge:
         err = body_too_large(limit, _speaks_v1(version))
         await (respond_rest_error(send, err) if rest else respond_json(send, failure(None, err)))
@@ -189,28 +183,68 @@ async def read_request(
     except (TimeoutError, ClientGone):
         await respond_timeout(send)
         return None
-    request = None
-    if takes_drf(binding, scope["method"], asgi_headers(scope)):
-        request, refusal = await run_sync(admit, scope, body, rest)
-        if refusal is not None:
-            refusal.details = _speaks_v1(version)
-            await (respond_rest_error(send, refusal) if rest else respond_refusal(send, refusal))
-            return None
-    return body, request
 
 
-def admit(scope: HTTPScope, body: bytes, rest: bool) -> tuple[Any, Refused | None]:
-    """(the DRF request, None), or (None, DRF's refusal as the binding's
-    error: for JSON-RPC, with the id of the request ``body`` holds). On a
-    database thread: authenticating may query, and the body is parsed for
-    its id there too, off the event loop."""
+@dataclass
+class Incoming:
+    """One request on its way: who is calling (their DRF request, None for a
+    caller DRF did not see) and what they asked, filled in as they are known
+    — on the database thread, for a caller DRF reads — and read on the loop
+    to answer."""
+
+    request: Any = None
+    rpc: Any = None
+
+    @property
+    def id(self) -> Any:
+        return self.rpc.id if self.rpc is not None else None
+
+
+async def handle_call(
+    scope: HTTPScope,
+    body: bytes,
+    call: Incoming,
+    parse: Callable[[], Any],
+    context: Callable[[Any], CallContext],
+    *,
+    rest: bool = False,
+) -> Any:
+    """The handler's answer to the request: ``parse()`` makes the call,
+    ``context(request)`` says who makes it. A caller the endpoint's DRF
+    classes must read is read and served in one database-thread hop
+    (:func:`admitted`); any other (:func:`takes_drf`) is parsed on the loop
+    and served in one hop too."""
+    if takes_drf(bound(), scope["method"], asgi_headers(scope)):
+        return await run_sync(admitted, scope, body, call, parse, context, rest)
+    call.rpc = parse()
+    return await run_sync(handler.dispatch, call.rpc, context(None))
+
+
+def admitted(
+    scope: HTTPScope,
+    body: bytes,
+    call: Incoming,
+    parse: Callable[[], Any],
+    context: Callable[[Any], CallContext],
+    rest: bool,
+) -> Any:
+    """On a database thread: the endpoint's DRF classes (authenticating may
+    query), then, for a caller they admit, the call — one hop, not one to
+    authenticate and one to serve. Raises DRF's refusal as the binding's
+    error (:class:`.Refused`; JSON-RPC: with the id of the request ``body``
+    holds, parsed here too, off the event loop)."""
     request, refusal = authenticate(scope, body)
-    if refusal is None:
-        return request, None
-    err = refusal_of(*refusal)
-    if not rest:
-        err.id = request_id(body)
-    return None, err
+    if refusal is not None:
+        err = refusal_of(*refusal)
+        if not rest:
+            err.id = request_id(body)
+        raise err
+    call.request = request
+    call.rpc = parse()
+    try:
+        return handler.dispatch(call.rpc, context(request))
+    except AuthenticationRequired:
+        raise refusal_of(*not_authenticated(request, scope)) from None
 
 
 async def respond_refusal(send: ASGISendCallable, err: Refused) -> None:
@@ -224,32 +258,39 @@ async def serve_rpc(
 ) -> None:
     """``POST <prefix>/``: one JSON-RPC request."""
     version = _version(scope, headers_of(scope))
-    rid = None
+    call = Incoming()
     try:
-        read = await read_request(scope, receive, send, version)
-        if read is None:
+        body = await read_request(receive, send, version)
+        if body is None:
             return
-        body, request = read
-        rpc = parse_request(body)
-        rid = rpc.id
         store = bound().store
-        ctx = call_context(scope, store, request, version, rpc_path or scope.get("path", ""))
-        result = await run_sync(handler.dispatch, rpc, ctx)
+        path = rpc_path or scope.get("path", "")
+        result = await handle_call(
+            scope,
+            body,
+            call,
+            lambda: parse_request(body),
+            lambda request: call_context(scope, store, request, version, path),
+        )
         if isinstance(result, EventStream):
-            await stream_events(receive, send, RpcEnvelope(rid), result)
+            await stream_events(receive, send, RpcEnvelope(call.id), result)
             return
         if isinstance(result, Awaiting):
             result = await _settle(store, result)
-        await respond_json(send, success(rid, result))
+        await respond_json(send, success(call.id, result))
+    except Refused as err:  # by the DRF classes, as they read the caller
+        err.id = err.id if err.id is not None else call.id
+        err.details = _speaks_v1(version)
+        await respond_refusal(send, err)
     except RpcError as err:
-        await respond_json(send, failure(err.id if err.id is not None else rid, err))
-    except AuthenticationRequired:
-        refusal = refusal_of(*await run_sync(not_authenticated, request, scope))
-        refusal.id, refusal.details = rid, _speaks_v1(version)
+        await respond_json(send, failure(err.id if err.id is not None else call.id, err))
+    except AuthenticationRequired:  # a caller DRF did not see
+        refusal = refusal_of(*await run_sync(not_authenticated, call.request, scope))
+        refusal.id, refusal.details = call.id, _speaks_v1(version)
         await respond_refusal(send, refusal)
     except Exception:  # a bug (a traceback), or a database that is down (one line)
         log_exception(logger, "JSON-RPC request failed")
-        await respond_json(send, failure(rid, RpcError(INTERNAL_ERROR, "Internal error")))
+        await respond_json(send, failure(call.id, RpcError(INTERNAL_ERROR, "Internal error")))
 
 
 async def _settle(store: Any, waiting: Awaiting) -> Any:
@@ -266,34 +307,43 @@ async def serve_rest(
     binding (a2a/rest.py), on the same operations as :func:`serve_rpc`."""
     headers = headers_of(scope)
     version = _version(scope, headers)
+    call = Incoming()
     try:
-        read = await read_request(scope, receive, send, "1.0", rest=True)
-        if read is None:
+        body = await read_request(receive, send, "1.0", rest=True)
+        if body is None:
             return
-        body, request = read
-        check_version(version)
-        query = parse_qs((scope.get("query_string") or b"").decode("latin-1"))
-        rpc = route(scope["method"], path, query, body)
         store = bound().store
-        ctx = call_context(scope, store, request, "1.0", rpc_path)
-        result = await run_sync(handler.dispatch, rpc, ctx)
+
+        def parse() -> Any:
+            check_version(version)
+            query = parse_qs((scope.get("query_string") or b"").decode("latin-1"))
+            return route(scope["method"], path, query, body)
+
+        result = await handle_call(
+            scope,
+            body,
+            call,
+            parse,
+            lambda request: call_context(scope, store, request, "1.0", rpc_path),
+            rest=True,
+        )
         if isinstance(result, EventStream):
             await stream_events(receive, send, RestEnvelope(), result)
             return
         if isinstance(result, Awaiting):
             result = await _settle(store, result)
-        if rpc.method == "GetExtendedAgentCard":
-            slot = (endpoint_url(scope, rpc_path), caller_owner(request))
+        if call.rpc.method == "GetExtendedAgentCard":
+            slot = (endpoint_url(scope, rpc_path), caller_owner(call.request))
             await respond_card(
                 scope, send, dumps(result), private=True, media_type=A2A_JSON, slot=slot
             )
             return
         await respond_json(send, result, headers=A2A_JSON_HEADERS)
-    except RpcError as err:
+    except RpcError as err:  # a Refused too: respond_rest_error keeps its headers
         err.details = True
         await respond_rest_error(send, err)
-    except AuthenticationRequired:
-        refused = refusal_of(*await run_sync(not_authenticated, request, scope))
+    except AuthenticationRequired:  # a caller DRF did not see
+        refused = refusal_of(*await run_sync(not_authenticated, call.request, scope))
         await respond_rest_error(send, refused)
     except Exception:
         log_exception(logger, "HTTP+JSON request failed")

@@ -121,6 +121,16 @@ def _stop_background_work(settings: Any) -> Iterator[None]:
     shutdown_runtime(timeout=5)
 
 
+@pytest.fixture(autouse=True)
+def _forget_verified_credentials() -> None:
+    """Each test's users are its own: a header verified in one test (the same
+    Basic password, a user of the same name) is not the next test's user,
+    though the database was emptied without a signal (serving/credentials.py)."""
+    from toolnexus_django.serving.credentials import verified_credentials
+
+    verified_credentials.forget()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _close_database_threads() -> Iterator[None]:
     """At the end, close the database threads' connections (PostgreSQL will

@@ -1,6 +1,11 @@
-"""A django store that counts its reads of a Task (what a path costs the database)."""
+"""What a path costs the database: a django store that counts its reads of a
+Task, and every SQL statement any thread runs."""
 
 from __future__ import annotations
+
+from typing import Any
+
+import pytest
 
 from toolnexus_django.stores import DjangoTaskStore
 from toolnexus_django.stores.base import Task
@@ -16,3 +21,20 @@ class CountingStore(DjangoTaskStore):
     def get(self, id: str) -> Task | None:
         self.gets += 1
         return super().get(id)
+
+
+def record_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every SQL statement any thread runs from now on (the endpoint's run on
+    its database threads, whose connections are not the test's, so Django's
+    ``CaptureQueriesContext`` would not see them)."""
+    from django.db.backends.utils import CursorWrapper
+
+    ran: list[str] = []
+    real = CursorWrapper.execute
+
+    def execute(self: Any, sql: str, params: Any = None) -> Any:
+        ran.append(sql)
+        return real(self, sql, params)
+
+    monkeypatch.setattr(CursorWrapper, "execute", execute)
+    return ran

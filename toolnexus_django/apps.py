@@ -25,6 +25,11 @@ class ToolnexusDjangoConfig(AppConfig):
         if sweep not in EXTRA_SWEEPS:
             EXTRA_SWEEPS.append(sweep)
 
+        # Remembered credentials: forgotten when this process changes a user or a token.
+        from .serving.credentials import connect_signals
+
+        connect_signals()
+
         # Review: reminders and escalations of Requests nearing expiry, by
         # each sweep (no work while REVIEW["REMIND_BEFORE"] is None).
         from .review.reminders import remind_due

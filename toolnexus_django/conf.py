@@ -176,6 +176,10 @@ DEFAULTS: dict[str, Any] = {
     # (toolnexus_serve, whatever the path; the ASGI endpoint under other
     # servers): a slow or idle client is disconnected, never waited on for ever.
     "READ_TIMEOUT": 30.0,
+    # Seconds a process remembers a caller's Authorization header that DRF's
+    # own BasicAuthentication or TokenAuthentication verified (0: never): the
+    # bound on how long a revoked token or password still works elsewhere.
+    "CREDENTIAL_CACHE_SECONDS": 5.0,
     # The most bytes of a request's line and headers under toolnexus_serve,
     # counted as they arrive: past it 431, and the connection is closed.
     # 64 KiB: room for large cookies and tokens (nginx allows 4 x 8 KiB by

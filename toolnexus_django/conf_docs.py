@@ -124,6 +124,14 @@ DOCS: dict[str, str] = {
         "server, the lean endpoint's body only); a slower or idle client is disconnected (a late "
         'body: 408 first).'
     ),
+    'CREDENTIAL_CACHE_SECONDS': (
+        "Seconds a process remembers a caller's `Authorization` header that DRF's own "
+        '`BasicAuthentication` or `TokenAuthentication` verified, so a polling peer costs no '
+        'token query and no password hash per request (`0`: never). The bound on revocation: a '
+        'deleted token, a changed password, a deactivated user is refused everywhere at most this '
+        'long after the change, and at once by the process that made it. Wrong credentials and '
+        'sessions are never remembered. See the authentication how-to.'
+    ),
     'MAX_HEADER_BYTES': (
         "The most bytes of a request's line and headers under `toolnexus_serve`, counted as they "
         'arrive (an unfinished header counts): past it 431 Request Header Fields Too Large and '

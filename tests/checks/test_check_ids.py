@@ -133,6 +133,7 @@ CASES: list[Case] = [
     Case("E430", "E009", {"IDEMPOTENCY_WINDOW": -1}),
     Case("E431", "E009", {"EXPIRY_SWEEP_INTERVAL": -1}),
     Case("E432", None, {"GRACE_SECONDS": -1}),
+    Case("E433", None, {"CREDENTIAL_CACHE_SECONDS": -1}),
     # REVIEW
     Case("E500", "E011", {"REVIEW": "four eyes"}),
     Case("E501", "E001", section("REVIEW", REMIND_BEFOR=600)),

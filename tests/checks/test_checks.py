@@ -467,6 +467,8 @@ def test_manage_py_check_subprocess_reports_the_ids(tmp_path: Path) -> None:
         ({"EXPIRY_SWEEP_INTERVAL": "5"}, "toolnexus_django.E431"),
         ({"GRACE_SECONDS": -1}, "toolnexus_django.E432"),
         ({"GRACE_SECONDS": "10"}, "toolnexus_django.E432"),
+        ({"CREDENTIAL_CACHE_SECONDS": -1}, "toolnexus_django.E433"),
+        ({"CREDENTIAL_CACHE_SECONDS": "5"}, "toolnexus_django.E433"),
     ],
 )
 def test_review_settings_are_checked(

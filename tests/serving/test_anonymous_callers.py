@@ -26,6 +26,7 @@ from rest_framework.permissions import (
 )
 
 from tests.conftest import basic
+from tests.counting import record_statements
 from tests.serving.test_asgi_app import Django, call, scope
 from tests.utils import task_in
 from toolnexus_django.asgi import AgentApplication
@@ -209,19 +210,7 @@ def test_throttles_count_anonymous_callers_on_an_open_endpoint_too(
 
 @pytest.fixture
 def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every SQL statement any thread runs (the endpoint's run on its
-    database threads, whose connections are not the test's)."""
-    from django.db.backends.utils import CursorWrapper
-
-    ran: list[str] = []
-    real = CursorWrapper.execute
-
-    def execute(self: Any, sql: str, params: Any = None) -> Any:
-        ran.append(sql)
-        return real(self, sql, params)
-
-    monkeypatch.setattr(CursorWrapper, "execute", execute)
-    return ran
+    return record_statements(monkeypatch)
 
 
 @pytest.fixture
@@ -252,7 +241,8 @@ def test_a_token_is_looked_up_with_one_query_in_the_one_hop_that_serves_the_call
     assert hops == ["admitted"]
     credential = [sql for sql in statements if "authtoken_token" in sql or "auth_user" in sql]
     assert len(credential) == 1, statements  # the token with its user: select_related
-    # A revoked key is refused at once: nothing of it is kept between requests.
+    # A key revoked by this process is refused at once (remembered keys:
+    # tests/serving/test_remembered_credentials.py).
     Token.objects.filter(key=key).delete()
     status, headers, answer = get_task(mine["id"], Authorization=f"Token {key}")
     assert status == 401 and answer["error"]["code"] == -31401

@@ -67,6 +67,7 @@ LIMITS: tuple[Limit, ...] = (
     Limit("E430", "IDEMPOTENCY_WINDOW", "seconds0", nullable=True),
     Limit("E431", "EXPIRY_SWEEP_INTERVAL", "seconds0"),
     Limit("E432", "GRACE_SECONDS", "seconds0"),
+    Limit("E433", "CREDENTIAL_CACHE_SECONDS", "seconds0"),
 )
 
 

@@ -87,6 +87,7 @@ PROBLEMS: dict[str, str] = {
     "E430": "IDEMPOTENCY_WINDOW is not a number of seconds >= 0 (or None)",
     "E431": "EXPIRY_SWEEP_INTERVAL is not a number of seconds >= 0",
     "E432": "GRACE_SECONDS is not a number of seconds >= 0",
+    "E433": "CREDENTIAL_CACHE_SECONDS is not a number of seconds >= 0",
     # review.py
     "E500": "REVIEW is not a dict",
     "E501": "REVIEW has an unknown key",

@@ -5,10 +5,11 @@ then, in one hop to a database thread (:mod:`toolnexus_django.runtime.dbthreads`
 authenticate and permit it with the endpoint's DRF classes (only where they
 must read something: :mod:`.pipeline`, :mod:`.anonymous`), parse it
 (JSON-RPC) or route it (HTTP+JSON, ``a2a.rest``) and dispatch it to the
-request handler (:mod:`.handler`); then render the answer in the binding's words — a stream as Server-Sent
-Events (:mod:`.sse`). No thread is held while a request waits: a stream or
-a blocking send waits on its Task's wake-ups (``lifecycle.wakeups``), so one
-process can keep thousands open.
+request handler (:mod:`.handler`); then render the answer in the
+binding's words — a stream as Server-Sent Events (:mod:`.sse`). No thread
+is held while a request waits: a stream or a blocking send waits on its
+Task's wake-ups (``lifecycle.wakeups``), so one process can keep thousands
+open.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from ..mcp import audit, config
 from ..mcp.exchange import Exchange, Reply, deadline
 from ..runtime.dbthreads import run_sync
 from ..runtime.outages import log_exception
+from .credentials import authenticate_remembering
 from .handler import handler
 from .pipeline import (
     BodyTooLarge,
@@ -88,6 +89,10 @@ class McpView(APIView):
 
     def get_permissions(self) -> list[Any]:
         return [c() for c in permission_classes()]
+
+    def perform_authentication(self, request: Request) -> None:
+        # A caller's verified header, remembered a few seconds (serving/credentials.py).
+        authenticate_remembering(request, request.authenticators)
 
     def get_authenticate_header(self, request: Request) -> str:
         # Never a 403 for "not authenticated": MCP clients look for 401 and

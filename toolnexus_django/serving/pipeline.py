@@ -28,6 +28,7 @@ from django.core.handlers.asgi import ASGIRequest
 from django.utils.functional import SimpleLazyObject
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
@@ -35,6 +36,7 @@ from rest_framework.views import APIView
 from ..a2a.refusals import Refused, message_of
 from ..conf import toolnexus_settings
 from ..strictjson import dumps
+from .credentials import authenticate_remembering
 
 # -- the body and the response (ASGI) ------------------------------------------------------
 
@@ -129,20 +131,30 @@ def needs_drf(authentication: list[Any], permissions: list[Any]) -> bool:
     return bool(authentication) or any(p is not AllowAny for p in permissions)
 
 
+#: How DRF renders a refusal here, whatever the project's default renderers.
+REFUSAL_RENDERER = JSONRenderer()
+
+
 class EndpointAccess(APIView):
     """The A2A endpoint's DRF classes: the base of its WSGI views, and what
     :func:`authenticate` runs over ASGI."""
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
-        # Responses are built by the edge, not by DRF's renderers: an Accept
-        # header (streaming clients send "text/event-stream") is never a 406.
-        return super().perform_content_negotiation(request, force=True)
+        # Responses are built by the edge, not by DRF's renderers; DRF renders
+        # only a refusal, which the binding reads back as JSON. So nothing is
+        # negotiated: an Accept header (streaming clients send
+        # "text/event-stream") is never a 406, and is not even parsed.
+        return REFUSAL_RENDERER, REFUSAL_RENDERER.media_type
 
     def get_authenticators(self) -> list[Any]:
         return [c() for c in rpc_authentication_classes()]
 
     def get_permissions(self) -> list[Any]:
         return [c() for c in rpc_permission_classes()]
+
+    def perform_authentication(self, request: Request) -> None:
+        # A peer's verified header, remembered a few seconds (.credentials).
+        authenticate_remembering(request, request.authenticators)
 
 
 SESSION_MIDDLEWARE = "django.contrib.sessions.middleware.SessionMiddleware"

@@ -189,11 +189,12 @@ EXTENDED_CARD_EXTENSION = "urn:toolnexus-django:extended-agent-card"
 
 
 def extended_card_builder(
-    request: Any, endpoint_url: str, auth_classes: Sequence[Any]
+    request: Any, endpoint_url: str | Callable[[], str], auth_classes: Sequence[Any]
 ) -> Callable[[], dict[str, Any]] | None:
     """What builds the extended card for ``request``'s caller, or None when
     the agent offers none (:func:`offers_extended_card`). For a caller who is
-    not authenticated it raises :class:`AuthenticationRequired` (v1.0 §13.3)."""
+    not authenticated it raises :class:`AuthenticationRequired` (v1.0 §13.3).
+    ``endpoint_url`` may be what finds it: it is found only for a card built."""
     if not offers_extended_card(auth_classes):
         return None
     user = getattr(request, "user", None)
@@ -202,10 +203,11 @@ def extended_card_builder(
     make = toolnexus_settings.imported("EXTENDED_AGENT_CARD")
 
     def build() -> dict[str, Any]:
-        card = make(request, build_card(endpoint_url, auth_classes))
+        url = endpoint_url() if callable(endpoint_url) else endpoint_url
+        card = make(request, build_card(url, auth_classes))
         if not isinstance(card, dict):
             raise TypeError(f"EXTENDED_AGENT_CARD returned {type(card).__name__}, not a dict")
-        return signed(card, endpoint_url)
+        return signed(card, url)
 
     return build
 

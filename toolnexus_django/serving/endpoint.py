@@ -148,7 +148,7 @@ def call_context(
         held=None,  # waiting holds no thread here
         # None for a caller DRF did not see: anonymous, as DRF would have found.
         extended_card=extended_card_builder(
-            request, endpoint_url(scope, rpc_path), bound().authentication
+            request, lambda: endpoint_url(scope, rpc_path), bound().authentication
         ),
     )
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import shutil
@@ -177,10 +178,15 @@ def pg_connections(application: str) -> int:
 
 
 def make_servers(
-    workdir: Path, model_url: str, chosen: list[str], grpc: bool = False
+    workdir: Path,
+    model_url: str,
+    chosen: list[str],
+    grpc: bool = False,
+    tnx_extra: dict[str, str] | None = None,
 ) -> list[Server]:
     """The chosen servers; with ``grpc``, each serves the gRPC binding too, on its
-    ``grpc_port`` (the SDK: ``sdk_agent.py --grpc-port``; ours: TOOLNEXUS["GRPC"])."""
+    ``grpc_port`` (the SDK: ``sdk_agent.py --grpc-port``; ours: TOOLNEXUS["GRPC"]);
+    ``tnx_extra``: more environment for ours (the testproject's knobs)."""
     sdk_py = str(SDK_VENV / "bin" / "python")
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "TOOLNEXUS_"))}
     servers = []
@@ -205,6 +211,7 @@ def make_servers(
         "TOOLNEXUS_STORE": "django",
         "TOOLNEXUS_LOG_LEVEL": "WARNING",
         **({"TOOLNEXUS_GRPC_ADDRESS": "127.0.0.1:{grpc}"} if grpc else {}),
+        **(tnx_extra or {}),
     }
     serve = [PY, "manage.py", "toolnexus_serve", "127.0.0.1:{port}"]
     if "toolnexus sqlite" in chosen:
@@ -350,16 +357,18 @@ async def completed_task(server: Server, headers: dict[str, str] | None = None) 
     return str(reply.json()["result"]["task"]["id"])
 
 
-def token_of(server: Server) -> dict[str, str]:
-    """A DRF token's Authorization header for a new user of ``server``'s
-    database (the demo's TokenAuthentication); none for the SDK's servers,
-    which run without authentication."""
+def peer_headers(server: Server) -> dict[str, dict[str, str]]:
+    """A peer agent's Authorization headers for ``server``, by scheme
+    ("token": a DRF token, "basic": its password, hashed as Django 5.2 hashes
+    a new one): a new user of the server's database. None for the SDK's
+    servers, which run without authentication."""
     if not server.name.startswith("toolnexus"):
-        return {}
+        return {"token": {}, "basic": {}}
     make = (
         "from django.contrib.auth.models import User;"
         "from rest_framework.authtoken.models import Token;"
         "u, _ = User.objects.get_or_create(username='peer-agent');"
+        "u.set_password('peer-pw'); u.save();"
         "print(Token.objects.get_or_create(user=u)[0].key)"
     )
     env = {k: v for k, v in server.env.items() if "{" not in v}
@@ -367,7 +376,11 @@ def token_of(server: Server) -> dict[str, str]:
         [PY, "manage.py", "shell", "-c", make], cwd=ROOT, env=env,
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    return {"Authorization": f"Token {out.split()[-1]}"}
+    basic = base64.b64encode(b"peer-agent:peer-pw").decode()
+    return {
+        "token": {"Authorization": f"Token {out.split()[-1]}"},
+        "basic": {"Authorization": f"Basic {basic}"},
+    }
 
 
 async def slow_headers(server: Server, n: int, seconds: float) -> Result:
@@ -581,9 +594,17 @@ async def _gettask(server: Server, args: argparse.Namespace) -> Result:
 
 @workload("gettask_token")
 async def _gettask_token(server: Server, args: argparse.Namespace) -> Result:
-    """GetTask as a peer with a DRF token (ours: TokenAuthentication looks it
-    up; the SDK's: the same GetTask, its servers have no authentication)."""
-    headers = await asyncio.to_thread(token_of, server)
+    """GetTask as a peer with a DRF token (ours: TokenAuthentication; the
+    SDK's: the same GetTask, its servers have no authentication)."""
+    headers = (await asyncio.to_thread(peer_headers, server))["token"]
+    task_id = await completed_task(server, headers)
+    return await asyncio.to_thread(gettask_wrk, server, task_id, args.wrk_seconds, headers)
+
+
+@workload("gettask_basic")
+async def _gettask_basic(server: Server, args: argparse.Namespace) -> Result:
+    """GetTask as a peer with HTTP Basic (a password Django hashes with PBKDF2)."""
+    headers = (await asyncio.to_thread(peer_headers, server))["basic"]
     task_id = await completed_task(server, headers)
     return await asyncio.to_thread(gettask_wrk, server, task_id, args.wrk_seconds, headers)
 
@@ -617,7 +638,8 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, dict[str, Re
     model_url = fake.stdout.readline().strip()
     names = args.only or list(WORKLOADS)
     grpc = any(name.startswith("grpc_") for name in names)
-    servers = make_servers(workdir, model_url, args.servers, grpc)
+    extra = dict(pair.split("=", 1) for pair in args.tnx_env)
+    servers = make_servers(workdir, model_url, args.servers, grpc, extra)
     table: dict[str, dict[str, Result]] = {}
     try:
         for server in servers:
@@ -661,6 +683,10 @@ def main() -> int:
     parser.add_argument("--grpc-callers", type=int, default=16, help="gRPC workloads' callers")
     parser.add_argument("--grpc-seconds", type=float, default=10, help="each gRPC workload, s")
     parser.add_argument("--grpc-warmup", type=float, default=2, help="before each, s")
+    parser.add_argument(
+        "--tnx-env", nargs="*", default=[], metavar="NAME=VALUE",
+        help="environment of our servers, e.g. TOOLNEXUS_CREDENTIAL_CACHE_SECONDS=0",
+    )  # fmt: skip
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="tnx-vs-sdk-"))
     for line in machine():

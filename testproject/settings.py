@@ -259,6 +259,8 @@ TOOLNEXUS = {
 # Unset, the app's default: 16, or 4 when the default database is SQLite.
 if os.environ.get("TOOLNEXUS_DATABASE_THREADS"):
     TOOLNEXUS["DATABASE_THREADS"] = int(os.environ["TOOLNEXUS_DATABASE_THREADS"])
+if os.environ.get("TOOLNEXUS_CREDENTIAL_CACHE_SECONDS"):  # the benchmarks' 0: never
+    TOOLNEXUS["CREDENTIAL_CACHE_SECONDS"] = float(os.environ["TOOLNEXUS_CREDENTIAL_CACHE_SECONDS"])
 if os.environ.get("TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES"):
     TOOLNEXUS["MAX_MODEL_RESPONSE_BYTES"] = int(os.environ["TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES"])
 # Where each process LISTENs for other processes' moves (unset: the store's own

@@ -203,3 +203,68 @@ def test_a_quiet_stream_sends_keep_alives_without_reading_the_store(
     assert quiet_reads == 1  # the look as it began; none per keep-alive
     assert reads == 2  # woken by the moves: one look finds both
     assert said == ["1", "2", "2.1", "3"]  # the Task, the claim, the artifact, the completion
+
+
+# -- a wake-up that lands as a wait times out -----------------------------------------------
+
+
+def test_a_wake_up_landing_as_an_async_wait_times_out_is_not_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race a loaded loop makes likely (benchmarks/stream_capacity.py lost
+    final events to it): the mover's wake-up runs while ``wait_for`` is
+    giving up. The waiter must see it — now or on its next wait."""
+    import asyncio
+
+    watch = wakeups.Watch(wakeups.Hub(), "t-1")
+    real_wait_for = asyncio.wait_for
+
+    async def woken_as_it_times_out(waiting: Any, timeout: float | None) -> None:
+        waiting.close()
+        watch._wake()  # the mover's thread, as the deadline passes...
+        await asyncio.sleep(0)  # ...and its event.set runs on the loop
+        raise TimeoutError
+
+    async def scenario() -> list[bool]:
+        await watch.wait_async(0)  # its loop's listener registered
+        monkeypatch.setattr(asyncio, "wait_for", woken_as_it_times_out)
+        first = await watch.wait_async(5)
+        monkeypatch.setattr(asyncio, "wait_for", real_wait_for)
+        again = await watch.wait_async(0.05)
+        return [first, again]
+
+    seen = asyncio.run(scenario())
+    assert seen[0] or seen[1], "the wake-up was lost"
+    assert seen.count(True) == 1  # and taken once
+
+
+def test_a_wake_up_whose_loop_callback_is_still_queued_wakes_the_next_wait() -> None:
+    """Timed out before the wake's event.set ran on the loop: nothing is
+    cleared, so the next wait returns at once."""
+    import asyncio
+
+    watch = wakeups.Watch(wakeups.Hub(), "t-2")
+
+    async def scenario() -> list[bool]:
+        await watch.wait_async(0)
+        first = await watch.wait_async(0)  # times out...
+        watch._wake()  # ...then the wake-up lands, its event.set queued
+        return [first, await watch.wait_async(5)]
+
+    assert asyncio.run(scenario()) == [False, True]
+
+
+def test_a_wake_up_landing_as_a_blocking_wait_times_out_is_not_lost() -> None:
+    watch = wakeups.Watch(wakeups.Hub(), "t-3")
+
+    class WokenAsItTimesOut(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            if timeout == 5:  # the first wait: the move lands as it gives up
+                self.set()
+                return False
+            return super().wait(timeout)
+
+    watch._moved = WokenAsItTimesOut()
+    assert watch.wait(5) is False
+    assert watch.wait(0.05) is True  # the move is seen, not lost
+    assert watch.wait(0) is False  # and only once

@@ -69,9 +69,12 @@ class Watch:
 
     def wait(self, timeout: float | None) -> bool:
         """From a thread: block until the Task moves (or ``timeout``)."""
-        moved = self._moved.wait(timeout)
+        if not self._moved.wait(timeout):
+            # Not cleared: a wake-up that lands as the wait times out is the
+            # next wait's (cleared here, it was lost, and the waiter with it).
+            return False
         self._moved.clear()
-        return moved
+        return True
 
     async def wait_async(self, timeout: float | None) -> bool:
         """From a coroutine: wait until the Task moves (or ``timeout``),
@@ -89,10 +92,17 @@ class Watch:
         try:
             await asyncio.wait_for(self._async.wait(), timeout)
         except TimeoutError:
-            return False
-        finally:
-            self._async.clear()
-            self._moved.clear()
+            if not self._async.is_set():
+                # Nothing cleared: a wake-up on its way (its event.set still
+                # queued on the loop) is the next wait's.
+                return False
+            # Woken as the wait timed out (wait_for cancels its inner wait,
+            # and the loop runs the wake's event.set meanwhile): woken. Were
+            # the events cleared here, that wake-up was lost, and a quiet
+            # stream never read its Task's last move (issue 32's 10,000
+            # streams lost 24 and 737 final events so).
+        self._async.clear()
+        self._moved.clear()
         return True
 
     def on_move(self, listener: Callable[[], None]) -> None:

@@ -124,6 +124,10 @@ class Connection:
 SLEEP = re.compile(r"\[sleep ([0-9.]+)\]")
 #: ``[call NAME N]`` in the user's message: call tool NAME with ``{"n": N}``.
 CALL = re.compile(r"\[call (\w+) (\d+)\]")
+#: ``[hold]`` in the user's message: answered once the gate opens (a request to
+#: ``/release``; ``/held`` tells how many calls wait there) -- Tasks that stay
+#: idle for as long as a benchmark needs, then complete together.
+HOLD = "[hold]"
 
 
 def _tool_turn(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -146,11 +150,23 @@ def _tool_turn(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
 async def serve_fake_model(port: int = 0) -> tuple[asyncio.Server, int]:
     """An OpenAI-shaped chat-completions endpoint: it answers a message
     containing ``[sleep S]`` after S seconds, any other at once; a message
-    containing ``[call NAME N]`` gets a call of tool NAME, then its result."""
+    containing ``[call NAME N]`` gets a call of tool NAME, then its result;
+    one containing ``[hold]`` waits until a request to ``/release`` opens the
+    gate (``/held``: how many wait)."""
     seq = 0
+    gate = asyncio.Event()
+    held = 0
+
+    def reply(writer: asyncio.StreamWriter, payload: dict[str, Any]) -> None:
+        out = json.dumps(payload).encode()
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(out)}\r\n\r\n".encode()
+            + out
+        )
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal seq
+        nonlocal seq, held
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -159,11 +175,24 @@ async def serve_fake_model(port: int = 0) -> tuple[asyncio.Server, int]:
                     if line.lower().startswith(b"content-length:"):
                         length = int(line.split(b":")[1])
                 body = await reader.readexactly(length)
+                path = head.split(b" ", 2)[1].split(b"?")[0]
+                if path.endswith((b"/release", b"/held")):  # the gate of [hold]
+                    if path.endswith(b"/release"):
+                        gate.set()
+                    reply(writer, {"held": held, "answered": seq})
+                    await writer.drain()
+                    continue
                 messages = json.loads(body).get("messages", [])
                 text = json.dumps(messages)
                 match = SLEEP.search(text)
                 if match:
                     await asyncio.sleep(float(match.group(1)))
+                if HOLD in text and not gate.is_set():
+                    held += 1
+                    try:
+                        await gate.wait()
+                    finally:
+                        held -= 1
                 seq += 1
                 said = _tool_turn(messages) or {"role": "assistant", "content": f"answer {seq}"}
                 answer = {
@@ -180,12 +209,7 @@ async def serve_fake_model(port: int = 0) -> tuple[asyncio.Server, int]:
                     ],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
                 }
-                out = json.dumps(answer).encode()
-                writer.write(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                    + f"Content-Length: {len(out)}\r\n\r\n".encode()
-                    + out
-                )
+                reply(writer, answer)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass

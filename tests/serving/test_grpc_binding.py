@@ -137,6 +137,55 @@ def test_results_become_exactly_the_messages_parse_dict_makes(
     assert parts[1].raw == b"hello"
 
 
+@pytest.mark.parametrize(
+    "timestamp",
+    [
+        "2026-12-06T19:44:34.022Z",
+        "2026-12-06T19:44:34Z",
+        "2026-12-06T19:44:34.123456+00:00",
+        "2026-12-06T21:44:34.5+02:00",  # an offset: the same instant in UTC
+        "1969-07-20T20:17:40.25Z",  # before the epoch: negative seconds, positive nanos
+        "0001-01-01T00:00:00Z",
+        "9999-12-31T23:59:59.999999Z",
+    ],
+)
+def test_a_timestamp_is_the_instant_parse_dict_makes(timestamp: str) -> None:
+    """Timestamps are set as seconds and nanos (not through protobuf's
+    pure-Python ``FromDatetime``): the same instant in every form."""
+    result = {"id": "t-1", "status": {"state": "TASK_STATE_COMPLETED", "timestamp": timestamp}}
+    want = json_format.ParseDict(result, a2a_pb2.Task())
+    assert as_message(result, a2a_pb2.Task) == want
+    # One without an offset (ParseDict refuses it) is UTC, as FromDatetime has it.
+    naive = {"status": {"timestamp": "2026-12-06T19:44:34.25"}}
+    got = as_message(naive, a2a_pb2.Task).status.timestamp
+    assert (got.seconds, got.nanos) == (1796586274, 250_000_000)
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"status": {"state": "TASK_STATE_NONSENSE"}},  # no such enum value
+        {"status": {"timestamp": "yesterday"}},
+        {"status": {"timestamp": 1796586274}},
+        {"id": 5},  # a number for a string
+        {"history": {"messageId": "m"}},  # an object for a list
+        {"status": ["TASK_STATE_COMPLETED"]},  # a list for a message
+        {"history": [{"parts": [{"raw": "not base64!"}]}]},
+        {"history": [None]},
+    ],
+)
+def test_a_value_the_constructor_refuses_is_parse_dicts_to_answer(result: dict[str, Any]) -> None:
+    """Whatever the message's constructor refuses goes to ``ParseDict`` whole:
+    its message, or its error."""
+    try:
+        want = json_format.ParseDict(result, a2a_pb2.Task(), ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError) as exc:
+        with pytest.raises(type(exc)):
+            as_message(result, a2a_pb2.Task)
+    else:
+        assert as_message(result, a2a_pb2.Task) == want
+
+
 def test_the_card_declares_grpc_only_when_it_is_on(settings: Any) -> None:
     def grpc_entries() -> list[dict[str, Any]]:
         card = build_card(ENDPOINT)

@@ -12,7 +12,10 @@ Each call goes through the same steps as an HTTP request:
    call's metadata (``authorization``, ``cookie``, any other header a class
    reads), exactly as over ASGI (:func:`.pipeline.authenticate`); a refusal is
    ``UNAUTHENTICATED`` (401), ``PERMISSION_DENIED`` (403) or
-   ``RESOURCE_EXHAUSTED`` (429, a throttle);
+   ``RESOURCE_EXHAUSTED`` (429, a throttle) — a caller DRF would find
+   anonymous and admit skips them (:class:`.anonymous.AnonymousPass`), and
+   for any other the classes and steps 2's dispatch share one hop to a
+   database thread, as over ASGI;
 2. the request message decoded (``INVALID_ARGUMENT`` when it does not) and
    read as its v1.0 JSON (``json_format.MessageToDict``: the proto3 JSON
    mapping *is* v1.0's JSON), dispatched as the v1.0 method of the
@@ -38,6 +41,7 @@ gRPC imports this module (``toolnexus_serve`` with ``TOOLNEXUS["GRPC"]``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -75,9 +79,9 @@ from .grpccall import (
     CallInfo,
     MessageTooLarge,
     Refused,
-    caller_of,
     check_size,
     request_params,
+    serve_admitted,
 )
 from .grpcmessages import as_message
 from .handler import EndpointActions, handler
@@ -190,12 +194,29 @@ class A2AService(a2a_pb2_grpc.A2AServiceServicer):
     async def _dispatch(self, raw: bytes, info: CallInfo, method: str) -> Any:
         check_size(raw)  # before anything is parsed, stored or sent to the model
         binding = bound()
-        # Only a call DRF must see takes a thread for it (as over ASGI).
-        drf = takes_drf(binding, "POST", info.metadata)
-        caller = await caller_of(info, method, self.authority) if drf else None
+        # A call DRF must see is authenticated and served in one hop to a
+        # database thread, as over ASGI (``endpoint.admitted``), not in one
+        # hop to authenticate and another to serve.
+        if takes_drf(binding, "POST", info.metadata):
+            serve = functools.partial(self._serve, raw, info, method, binding)
+            return await serve_admitted(info, method, self.authority, serve)
+        ctx, request = self._read(raw, info, method, binding, None)
+        return ctx, await run_sync(handler.dispatch, request, ctx)
+
+    def _read(
+        self, raw: bytes, info: CallInfo, method: str, binding: Bound, caller: Any
+    ) -> tuple[CallContext, RpcRequest]:
+        """The call's context for ``caller`` (DRF's request, or None; the
+        version it names checked first), then its message, as the request."""
         ctx = grpc_call_context(info, binding, caller, self.endpoint_url)
-        params = request_params(raw, self.requests[method])
-        return ctx, await run_sync(handler.dispatch, RpcRequest(None, method, params), ctx)
+        return ctx, RpcRequest(None, method, request_params(raw, self.requests[method]))
+
+    def _serve(
+        self, raw: bytes, info: CallInfo, method: str, binding: Bound, caller: Any
+    ) -> tuple[CallContext, Any]:
+        """On a database thread, once DRF's classes admitted ``caller``: the call."""
+        ctx, request = self._read(raw, info, method, binding, caller)
+        return ctx, handler.dispatch(request, ctx)
 
     def _unary(self, method: str) -> Callable[..., Any]:
         kind = RESPONSES[method]

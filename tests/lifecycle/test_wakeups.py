@@ -11,6 +11,7 @@ the log tells this process's hub about it.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -22,7 +23,7 @@ from tests.conftest import wait_until
 from tests.counting import CountingStore
 from toolnexus_django import lifecycle
 from toolnexus_django.a2a import follow
-from toolnexus_django.lifecycle import wakeups
+from toolnexus_django.lifecycle import wakeups, watches
 from toolnexus_django.stores import DjangoTaskStore, InMemoryTaskStore
 from toolnexus_django.stores.base import Task, state_of
 
@@ -208,34 +209,108 @@ def test_a_quiet_stream_sends_keep_alives_without_reading_the_store(
 # -- a wake-up that lands as a wait times out -----------------------------------------------
 
 
+@pytest.mark.parametrize("lands", ["before the timer ends the wait", "after it"])
 def test_a_wake_up_landing_as_an_async_wait_times_out_is_not_lost(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, lands: str
 ) -> None:
     """The race a loaded loop makes likely (benchmarks/stream_capacity.py lost
-    final events to it): the mover's wake-up runs while ``wait_for`` is
-    giving up. The waiter must see it — now or on its next wait."""
+    final events to it): the mover's wake-up (from its thread) lands as the
+    wait's timer fires. The waiter must see it — now or on its next wait."""
     import asyncio
 
     watch = wakeups.Watch(wakeups.Hub(), "t-1")
-    real_wait_for = asyncio.wait_for
+    real_timed_out = watches._timed_out
 
-    async def woken_as_it_times_out(waiting: Any, timeout: float | None) -> None:
-        waiting.close()
-        watch._wake()  # the mover's thread, as the deadline passes...
-        await asyncio.sleep(0)  # ...and its event.set runs on the loop
-        raise TimeoutError
+    def mover() -> None:
+        thread = threading.Thread(target=watch._wake)  # the mover's thread...
+        thread.start()
+        thread.join()  # ...its loop callback queued behind this one
+
+    def woken_as_it_times_out(waiter: Any) -> None:
+        if lands == "after it":
+            real_timed_out(waiter)
+        mover()
+        real_timed_out(waiter)
 
     async def scenario() -> list[bool]:
-        await watch.wait_async(0)  # its loop's listener registered
-        monkeypatch.setattr(asyncio, "wait_for", woken_as_it_times_out)
-        first = await watch.wait_async(5)
-        monkeypatch.setattr(asyncio, "wait_for", real_wait_for)
+        monkeypatch.setattr(watches, "_timed_out", woken_as_it_times_out)
+        first = await watch.wait_async(0.01)
+        monkeypatch.setattr(watches, "_timed_out", real_timed_out)
         again = await watch.wait_async(0.05)
         return [first, again]
 
     seen = asyncio.run(scenario())
     assert seen[0] or seen[1], "the wake-up was lost"
     assert seen.count(True) == 1  # and taken once
+
+
+def test_wake_ups_from_a_thread_racing_short_async_waits_are_each_seen_once() -> None:
+    """Many rounds of a mover's thread waking as the waiter's short waits
+    time out: each wake-up is seen by the wait it raced or the next one, once."""
+    import asyncio
+    import random
+
+    watch = wakeups.Watch(wakeups.Hub(), "t-4")
+    rng = random.Random(32)
+
+    async def scenario() -> list[tuple[bool, bool]]:
+        seen = []
+        for _ in range(300):
+            delay = rng.random() * 0.002
+
+            def mover(delay: float = delay) -> None:
+                time.sleep(delay)
+                watch._wake()
+
+            thread = threading.Thread(target=mover)
+            thread.start()
+            first = await watch.wait_async(rng.random() * 0.002)
+            await asyncio.to_thread(thread.join)
+            seen.append((first, await watch.wait_async(0)))
+        return seen
+
+    rounds = asyncio.run(scenario())
+    assert all(first != second for first, second in rounds), [r for r in rounds if r[0] == r[1]]
+
+
+def test_an_interrupted_async_wait_ends_at_once_and_keeps_a_later_wake_up() -> None:
+    """``interrupt`` (the stream's client went away) ends the wait as a
+    timeout does: the Task did not move."""
+    import asyncio
+
+    watch = wakeups.Watch(wakeups.Hub(), "t-5")
+
+    async def scenario() -> list[bool]:
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.01, watch.interrupt)
+        began = loop.time()
+        first = await watch.wait_async(30)
+        assert loop.time() - began < 5
+        watch._wake()
+        woken = await watch.wait_async(30)  # a move is still news
+        began = loop.time()
+        later = await watch.wait_async(30)  # ...but no later wait waits
+        assert loop.time() - began < 5
+        return [first, woken, later]
+
+    assert asyncio.run(scenario()) == [False, True, False]
+
+
+def test_an_interrupt_between_waits_ends_the_next_wait_at_once() -> None:
+    """The client went away while its stream was reading the store (no wait
+    in progress to end): the stream's next wait must not wait."""
+    import asyncio
+
+    watch = wakeups.Watch(wakeups.Hub(), "t-6")
+
+    async def scenario() -> float:
+        watch.interrupt()
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        assert await watch.wait_async(30) is False
+        return loop.time() - began
+
+    assert asyncio.run(scenario()) < 5
 
 
 def test_a_wake_up_whose_loop_callback_is_still_queued_wakes_the_next_wait() -> None:

@@ -20,6 +20,7 @@ can never take every thread away from the rest of the API.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 import time
@@ -179,6 +180,15 @@ def event_messages(event: Event, task: Task, dialect: Dialect, skip: int = 0) ->
     yield Message(str(event.seq), status_update(task, event.status, dialect, final=final))
 
 
+def _ended(until: asyncio.Future[Any] | None) -> bool:
+    return until is not None and until.done()
+
+
+def _skeleton(task: Task) -> Task:
+    """What an event's message needs of a Task it cannot read any more."""
+    return {k: task[k] for k in ("id", "contextId", "kind") if k in task}
+
+
 class Follower:
     """One stream's progress through its Task's events: what to send next,
     and when it is over. The drivers — :func:`follow` (a thread waits) and
@@ -205,12 +215,16 @@ class Follower:
         self.last_sent = now
 
     def opening(self) -> list[Message]:
-        """Without ``after``: the Task as the caller read it."""
+        """Without ``after``: the Task as the caller read it. Either way the
+        Task is let go of after this: what comes next renders the Task read
+        with the events; only its ids stay, for a Task gone from the store
+        (an idle stream keeps no copy of its Task: issue 32's 10,000)."""
+        first, self.first = self.first, _skeleton(self.first)
         if self.after is not None:
             return []
         seq = self.position.seq
-        task = stream_task(self.first, self.dialect, history_length=self.history_length)
-        self.done = state_of(self.first) in SETTLED
+        task = stream_task(first, self.dialect, history_length=self.history_length)
+        self.done = state_of(first) in SETTLED
         return [Message(str(seq) if seq else None, task)]
 
     def read(self, store: TaskStore) -> tuple[list[Event], Task | None]:
@@ -274,6 +288,7 @@ def follow(
     items ask for a keep-alive comment. Ends after STREAM_MAX_SECONDS in any
     case."""
     follower = Follower(first, dialect, history_length=history_length, after=after)
+    del first  # the follower lets it go once it has sent it
     with wakeups.watch(store, follower.task_id) as watch:
         yield from follower.opening()
         while not follower.done and not _stopping.is_set():
@@ -295,30 +310,45 @@ async def afollow(
     *,
     history_length: int | None = None,
     after: Position | None = None,
+    until: asyncio.Future[Any] | None = None,
 ) -> AsyncGenerator[Message | None, None]:
     """:func:`follow` for a coroutine: it waits holding no thread; the
     store is read with ``run_sync`` (on a thread pool) once as it begins,
     then only when a wake-up says the Task moved. A quiet stream's
     keep-alive reads nothing: 1,000 of them re-read their events twice a
     heartbeat (133 reads a second), and what a wake-up misses the poller's
-    beat finds (:mod:`toolnexus_django.lifecycle.wakeups`)."""
+    beat finds (:mod:`toolnexus_django.lifecycle.wakeups`).
+
+    ``until``: a future of this loop whose end ends the stream at once (its
+    client went away), even mid-wait — so the one who reads the messages
+    need not race each step against it (a task per message)."""
     follower = Follower(first, dialect, history_length=history_length, after=after)
+    del first  # the follower lets it go once it has sent it
     with await wakeups.awatch(store, follower.task_id, run_sync) as watch:
-        for message in follower.opening():
-            yield message
-        moved = True  # what happened since the caller read the Task
-        while not follower.done and not _stopping.is_set():
-            if moved:
-                for message in follower.take(*await run_sync(follower.read, store)):
-                    yield message
-                if follower.done:
-                    return
-            pause = follower.pause()
-            if pause is None:
-                moved = False
-                yield None
-            elif not follower.done:
-                moved = await watch.wait_async(pause)
+        if until is not None:
+            until.add_done_callback(watch.interrupt)
+        message: Message | None  # an idle stream keeps none it sent (None after each)
+        try:
+            for message in follower.opening():
+                yield message
+            message = None
+            moved = True  # what happened since the caller read the Task
+            while not (follower.done or _stopping.is_set() or _ended(until)):
+                if moved:
+                    for message in follower.take(*await run_sync(follower.read, store)):
+                        yield message
+                    message = None
+                    if follower.done:
+                        return
+                pause = follower.pause()
+                if pause is None:
+                    moved = False
+                    yield None
+                elif not follower.done:
+                    moved = await watch.wait_async(pause)
+        finally:
+            if until is not None:
+                until.remove_done_callback(watch.interrupt)
 
 
 async def await_settled(

@@ -102,7 +102,7 @@ class EventStream:
     held-request slot, if it took one)."""
 
     store: TaskStore
-    first: Task
+    first: Task | None  # None once handed to its follower: an idle stream keeps no copy
     dialect: Dialect
     history_length: int | None = None
     after: follow.Position | None = None
@@ -110,15 +110,22 @@ class EventStream:
 
     def events(self) -> Iterator[follow.Message | None]:
         return follow.follow(
-            self.store, self.first, self.dialect,
+            self.store, self._hand_over(), self.dialect,
             history_length=self.history_length, after=self.after,
         )  # fmt: skip
 
-    def aevents(self, run_sync: Callable[..., Any]) -> AsyncGenerator[follow.Message | None, None]:
+    def aevents(
+        self, run_sync: Callable[..., Any], until: Any = None
+    ) -> AsyncGenerator[follow.Message | None, None]:
         return follow.afollow(
-            self.store, self.first, self.dialect, run_sync,
-            history_length=self.history_length, after=self.after,
+            self.store, self._hand_over(), self.dialect, run_sync,
+            history_length=self.history_length, after=self.after, until=until,
         )  # fmt: skip
+
+    def _hand_over(self) -> Task:
+        first, self.first = self.first, None
+        assert first is not None, "this stream is followed already"
+        return first
 
     def close(self) -> None:
         if self.slot is not None:

@@ -24,11 +24,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import connections
@@ -39,123 +38,10 @@ from ..runtime.registry import PerProcess
 from ..stores import TaskStore
 from ..stores.base import Task
 from . import listener
-from .private import read, seq_of
+from .private import read
+from .watches import Watch
 
 logger = logging.getLogger("toolnexus_django.lifecycle")
-
-
-class Watch:
-    """One waiter's view of one Task: :meth:`wait` returns as soon as the
-    Task moved since the last call (or was already moved), else at the
-    timeout."""
-
-    def __init__(self, hub: Hub, task_id: str) -> None:
-        self.hub = hub
-        self.task_id = task_id
-        self._moved = threading.Event()
-        self._listeners: list[Callable[[], None]] = []
-        self._async: asyncio.Event | None = None
-        # What the wake-ups since the last news() told: the newest version a
-        # move in this process stored, and whether anything else moved it.
-        self._lock = threading.Lock()
-        self._latest: Task | None = None
-        self._latest_seq = -1
-        self._unknown = False
-        # The newest seq another process's move reached (its wake-up told it).
-        self._elsewhere_seq = -1
-        # The highest seq a local move handed over (news() keeps it): the
-        # poller's report of an event up to it is this process's own move.
-        self._known_seq = -1
-
-    def wait(self, timeout: float | None) -> bool:
-        """From a thread: block until the Task moves (or ``timeout``)."""
-        if not self._moved.wait(timeout):
-            # Not cleared: a wake-up that lands as the wait times out is the
-            # next wait's (cleared here, it was lost, and the waiter with it).
-            return False
-        self._moved.clear()
-        return True
-
-    async def wait_async(self, timeout: float | None) -> bool:
-        """From a coroutine: wait until the Task moves (or ``timeout``),
-        holding no thread. One event loop per Watch."""
-        if self._async is None:
-            loop = asyncio.get_running_loop()
-            event = self._async = asyncio.Event()
-
-            def wake() -> None:
-                loop.call_soon_threadsafe(event.set)
-
-            self._listeners.append(wake)
-            if self._moved.is_set():
-                event.set()
-        try:
-            await asyncio.wait_for(self._async.wait(), timeout)
-        except TimeoutError:
-            if not self._async.is_set():
-                # Nothing cleared: a wake-up on its way (its event.set still
-                # queued on the loop) is the next wait's.
-                return False
-            # Woken as the wait timed out (wait_for cancels its inner wait,
-            # and the loop runs the wake's event.set meanwhile): woken. Were
-            # the events cleared here, that wake-up was lost, and a quiet
-            # stream never read its Task's last move (issue 32's 10,000
-            # streams lost 24 and 737 final events so).
-        self._async.clear()
-        self._moved.clear()
-        return True
-
-    def on_move(self, listener: Callable[[], None]) -> None:
-        """Call ``listener`` (from whichever thread moved the Task) on every move."""
-        self._listeners.append(listener)
-
-    def news(self, current: Task) -> Task | None:
-        """The Task as the wake-ups since the last call leave it, seen from
-        ``current`` (the waiter's latest version): a newer version a move in
-        this process stored, or ``current`` when they brought nothing newer;
-        None when the store must be read (another process moved it, or a
-        wake-up came with no version)."""
-        with self._lock:
-            latest, unknown, elsewhere = self._latest, self._unknown, self._elsewhere_seq
-            self._latest, self._latest_seq, self._unknown = None, -1, False
-            self._elsewhere_seq = -1
-        newest = current if latest is None or seq_of(latest) <= seq_of(current) else latest
-        # A move reported by its seq alone is in hand once a version that new
-        # is (a listener's report can come before the local move hands it over).
-        if unknown or (latest is None and elsewhere < 0) or elsewhere > seq_of(newest):
-            return None
-        return newest
-
-    def _wake(self, task: Task | None = None, seq: int | None = None) -> None:
-        """``task``: the version a local move stored; else the Task moved
-        elsewhere (to ``seq``, when the poller knows it; None: unknown)."""
-        with self._lock:
-            if task is not None:
-                seq = seq_of(task)
-                if seq > self._latest_seq:  # moves of one Task are ordered by their seq
-                    self._latest, self._latest_seq = task, seq
-                self._known_seq = max(self._known_seq, seq)
-            elif seq is not None and seq <= self._known_seq:
-                return  # the poller found a move this process made and handed over
-            elif seq is not None:
-                self._elsewhere_seq = max(self._elsewhere_seq, seq)
-            else:
-                self._unknown = True
-        self._moved.set()
-        for callback in list(self._listeners):
-            try:
-                callback()
-            except RuntimeError:  # its event loop is closed: nobody waits there
-                pass
-
-    def close(self) -> None:
-        self.hub.unwatch(self)
-
-    def __enter__(self) -> Watch:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class Hub:

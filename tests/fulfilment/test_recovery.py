@@ -293,3 +293,24 @@ def test_a_conversation_continues_in_another_process(
         ("assistant", "Noted: the project is Apollo."),
         ("user", "What is the project called?"),
     ]
+
+
+def test_a_task_waiting_its_turn_here_is_neither_read_nor_enqueued_again(
+    rpc: RpcClient, configure: Any, fake_llm: FakeLLM
+) -> None:
+    """Past REQUEUE_AFTER a Task waiting for a MAX_RUNS slot looks like a lost
+    enqueue to the store; the sweep asks this process first, and does not even
+    read it (with thousands waiting, those reads were an idle worker's CPU)."""
+    from tests.counting import CountingStore
+
+    configure(fake_llm, MAX_RUNS=1, REQUEUE_AFTER=30)
+    fake_llm.default = Hang(max_seconds=20, then=Text("done"))
+    running = rpc.send("the first takes the only slot")
+    waiting = rpc.send("the second waits its turn")
+    wait_until(lambda: len(fake_llm.requests) == 1, timeout=10)
+    assert rpc.get(waiting["id"])["result"]["status"]["state"] == "submitted"
+    store = CountingStore()
+    later = timezone.now() + timedelta(seconds=120)
+    assert recover(store, now=later) == {"requeued": [], "resumed": [], "failed": []}
+    assert store.gets == 0  # neither Task was read: both are this process's
+    assert running["id"] != waiting["id"]

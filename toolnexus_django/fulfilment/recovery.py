@@ -49,9 +49,11 @@ def recover(store: TaskStore | None = None, now: datetime | None = None) -> dict
         unleased_before=now - timedelta(seconds=lease_seconds()),
     )
     for task_id in stale:
+        if keeper().get(task_id) is not None or runs().holds(task_id):
+            continue  # running (or waiting its turn) right here: not read at all
         task = store.get(task_id)
-        if task is None or keeper().get(task_id) is not None or runs().holds(task_id):
-            continue  # gone, or running (or waiting its turn) right here
+        if task is None:
+            continue  # gone
         phase = lifecycle.phase_of(task)
         if phase == states.QUEUED:
             schedule_fulfilment(task_id, store)

@@ -16,6 +16,7 @@ import concurrent.futures
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,10 @@ class Runs:
         self.limit = int(limit if limit is not None else toolnexus_settings.MAX_RUNS)
         self._lock = threading.Lock()
         self._queued: set[QueuedRun] = set()
+        #: How many of them are each Task's: ``holds`` asks it, once per stale
+        #: Task per sweep (a scan of thousands of queued runs, each time, was
+        #: most of an idle worker's CPU with 10,000 Tasks waiting their turn).
+        self._held: Counter[str] = Counter()
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self.closed = False
         self._start_by: float | None = None  # closing: no run starts after this
@@ -60,6 +65,7 @@ class Runs:
             if self.closed:
                 raise RuntimeError("this process's runs are closed (it is stopping)")
             self._queued.add(queued)
+            self._held[task_id] += 1
         try:
             queued.future = get_runtime().run_coroutine(self._run_when_admitted(queued, run, store))
         except BaseException:
@@ -70,7 +76,11 @@ class Runs:
 
     def _forget(self, queued: QueuedRun) -> None:
         with self._lock:
-            self._queued.discard(queued)
+            if queued in self._queued:
+                self._queued.discard(queued)
+                self._held[queued.task_id] -= 1
+                if not self._held[queued.task_id]:
+                    del self._held[queued.task_id]
 
     def _semaphore(self) -> asyncio.Semaphore:
         # Made on (and for) the runtime's loop; a new runtime, a new one.
@@ -105,7 +115,7 @@ class Runs:
     def holds(self, task_id: str) -> bool:
         """Whether a run of ``task_id`` is enqueued or running here."""
         with self._lock:
-            return any(t.task_id == task_id for t in self._queued)
+            return task_id in self._held
 
     # -- stopping ------------------------------------------------------------------------
 

@@ -367,8 +367,10 @@ def resume_jobs(engine: str, task_id: str, *, finished: int) -> list[Ended] | No
         ended = [Ended(row.return_value, ",".join(row.worker_ids)) for row in rows]
     else:
         jobs = [j for j in rq_jobs(task_id) if j.func_name.endswith(".resume")]
-        done = sorted(
-            (j for j in jobs if j.get_status(refresh=True) == "finished"), key=lambda j: j.ended_at
-        )
+        # RQ saves a job's status and its end time apart: "finished" can be
+        # read before ended_at is (CI's PostgreSQL run sorted a None).
+        finished_jobs = [j for j in jobs if j.get_status(refresh=True) == "finished"]
+        ended_jobs = [j for j in finished_jobs if j.ended_at is not None]
+        done = sorted(ended_jobs, key=lambda j: j.ended_at)
         ended = [Ended(j.return_value(), j.worker_name) for j in done]
     return ended if len(ended) >= finished else None

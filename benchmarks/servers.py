@@ -32,7 +32,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,11 +251,9 @@ class Load:
     cpu_ms: float = 0.0  # server CPU time per request, all its processes
 
 
-def group_cpu_seconds(pgid: int) -> float:
-    """user+system CPU seconds of every live process in group ``pgid`` (Linux).
-    Unlike req/s this hardly moves when a neighbour loads the machine."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+def proc_stats() -> Iterator[tuple[int, list[str]]]:
+    """(pid, the fields of /proc/<pid>/stat after "pid (comm)") of every live
+    process: state, ppid, pgrp, ..., utime (the 12th), stime (the 13th)."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -263,9 +261,14 @@ def group_cpu_seconds(pgid: int) -> float:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        # after "pid (comm)": state ppid pgrp ... utime(12th) stime(13th)
-        if int(fields[2]) == pgid:
-            total += int(fields[11]) + int(fields[12])
+        yield int(entry.name), fields
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """user+system CPU seconds of every live process in group ``pgid`` (Linux).
+    Unlike req/s this hardly moves when a neighbour loads the machine."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = sum(int(f[11]) + int(f[12]) for _, f in proc_stats() if int(f[2]) == pgid)
     return total / ticks
 
 

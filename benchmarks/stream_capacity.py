@@ -73,7 +73,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from loadclient import Connection  # noqa: E402
-from servers import machine  # noqa: E402
+from servers import machine, proc_stats  # noqa: E402
 from versus_sdk import PG_ADMIN, V1, Server, pct, prepare_sqlite, rpc  # noqa: E402
 from wakeups import FakeModel, drop, loop_lag, send_many, sql  # noqa: E402
 
@@ -90,29 +90,11 @@ OPEN_DEADLINE = 30.0
 
 
 def children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                out.append(int(entry.name))
-    return sorted(out)
+    return sorted(child for child, fields in proc_stats() if int(fields[1]) == pid)
 
 
 def group_pids(pgid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid:
-                out.append(int(entry.name))
-    return out
+    return [pid for pid, fields in proc_stats() if int(fields[2]) == pgid]
 
 
 def rss_kb(pid: int) -> int:

@@ -38,3 +38,20 @@ def record_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(CursorWrapper, "execute", execute)
     return ran
+
+
+def record_hops(monkeypatch: pytest.MonkeyPatch, *modules: Any) -> list[str]:
+    """The name of every function ``modules`` hand to a database thread from
+    now on (their ``run_sync``, counted)."""
+    from toolnexus_django.runtime import dbthreads
+
+    handed: list[str] = []
+    real = dbthreads.run_sync
+
+    async def counting(fn: Any, *args: Any) -> Any:
+        handed.append(getattr(fn, "__name__", repr(fn)))
+        return await real(fn, *args)
+
+    for module in modules:
+        monkeypatch.setattr(module, "run_sync", counting)
+    return handed

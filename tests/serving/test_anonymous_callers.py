@@ -6,7 +6,6 @@ looked up as before (toolnexus_django/serving/anonymous.py)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -26,7 +25,7 @@ from rest_framework.permissions import (
 )
 
 from tests.conftest import basic
-from tests.counting import record_statements
+from tests.counting import record_hops, record_statements
 from tests.serving.test_asgi_app import Django, call, scope
 from tests.utils import task_in
 from toolnexus_django.asgi import AgentApplication
@@ -107,17 +106,9 @@ def shipped(settings: Any) -> None:
 
 
 @pytest.fixture
-def hops(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+def hops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The name of every function the endpoint hands to a database thread."""
-    handed: list[str] = []
-    real = endpoint.run_sync
-
-    async def counting(fn: Callable[..., Any], *args: Any) -> Any:
-        handed.append(getattr(fn, "__name__", repr(fn)))
-        return await real(fn, *args)
-
-    monkeypatch.setattr(endpoint, "run_sync", counting)
-    yield handed
+    return record_hops(monkeypatch, endpoint)
 
 
 def get_task(task_id: str, **headers: str) -> tuple[int, dict[str, str], Any]:

@@ -10,7 +10,6 @@ UNAUTHENTICATED before the version or the message is read."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
@@ -18,8 +17,8 @@ import pytest
 from a2a.types import a2a_pb2
 
 from tests.conftest import basic
+from tests.counting import record_hops
 from tests.utils import task_in
-from toolnexus_django.runtime import dbthreads
 from toolnexus_django.serving import grpcbinding, grpccall
 from toolnexus_django.serving.grpcbinding import A2AService
 from toolnexus_django.stores import get_task_store
@@ -45,18 +44,9 @@ def shipped(settings: Any) -> None:
 
 
 @pytest.fixture
-def hops(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+def hops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The name of every function the binding hands to a database thread."""
-    handed: list[str] = []
-    real = dbthreads.run_sync
-
-    async def counting(fn: Callable[..., Any], *args: Any) -> Any:
-        handed.append(getattr(fn, "__name__", repr(fn)))
-        return await real(fn, *args)
-
-    monkeypatch.setattr(grpcbinding, "run_sync", counting)
-    monkeypatch.setattr(grpccall, "run_sync", counting)
-    yield handed
+    return record_hops(monkeypatch, grpcbinding, grpccall)
 
 
 class Aborted(Exception):

@@ -16,7 +16,18 @@ import pytest
 import toolnexus
 from toolnexus.client import ProviderError
 
-from tests.fakes import Fail, FakeLLM, Hang, Style, Text, ToolCall, first_user_text
+from tests.fakes import (
+    Fail,
+    FakeLLM,
+    Hang,
+    Raw,
+    Style,
+    Text,
+    ToolCall,
+    Trickle,
+    first_user_text,
+)
+from tests.fakes.llm import text_pieces
 
 pytest_plugins = ["tests.fakes.pytest_plugin"]
 pytestmark: list[pytest.MarkDecorator] = []
@@ -376,3 +387,305 @@ def test_context_manager_and_restart() -> None:
         urllib.request.urlopen(url.removesuffix("/v1") + "/", timeout=2)
     with pytest.raises(TypeError):
         fake.push("not a reply")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- #
+# Streaming ("stream": true), driven by toolnexus's client.stream()
+# --------------------------------------------------------------------------- #
+
+STYLES: list[Style] = ["openai", "anthropic"]
+
+
+async def _stream(
+    fake: FakeLLM,
+    style: Style,
+    tools: list[Any] | None = None,
+    cancel: asyncio.Event | None = None,
+    **options: Any,
+) -> list[dict[str, Any]]:
+    toolkit = await toolnexus.create_toolkit(extra_tools=tools or [], builtins=False)
+    client = _client(fake, style, **options)
+    return [ev async for ev in client.stream("hi", toolkit, cancel=cancel)]
+
+
+def _texts(events: list[dict[str, Any]]) -> list[str]:
+    return [ev["delta"] for ev in events if ev["type"] == "text"]
+
+
+def test_text_pieces_keep_their_whitespace() -> None:
+    assert text_pieces("Done. Filed") == ["Done.", " Filed"]
+    assert text_pieces("  two  spaces\nand a line \n") == [
+        "  two",
+        "  spaces",
+        "\nand",
+        " a",
+        " line",
+        " \n",
+    ]
+    assert text_pieces("") == []
+    for text in ("one", " lead", "trail ", "a\tb\n\nc", "   "):
+        assert "".join(text_pieces(text)) == text
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_streamed_text_arrives_in_pieces(style: Style) -> None:
+    text = "Done. Filed the ticket for you."
+    with FakeLLM(style=style) as fake:
+        fake.push(Text(text))
+
+        events = asyncio.run(_stream(fake, style))
+
+        [req] = fake.requests
+    pieces = _texts(events)
+    assert len(pieces) > 1
+    assert "".join(pieces) == text
+    assert pieces == text_pieces(text)
+    assert [ev["type"] for ev in events[len(pieces) :]] == ["usage", "done"]
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    assert events[-2]["usage"] == usage
+    result = events[-1]["result"]
+    assert (result.text, result.status, result.usage) == (text, "done", usage)
+    assert req.body["stream"] is True
+    assert req.first_user_text == "hi"
+    if style == "openai":
+        assert req.body["stream_options"] == {"include_usage": True}
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_streamed_tool_round_trip(style: Style) -> None:
+    calls: list[int] = []
+    with FakeLLM(style=style) as fake:
+        fake.push(
+            ToolCall("ask_approval", {"amount": 5}, id="call_7"),
+            Text("Approved and filed.", usage=(7, 3)),
+        )
+
+        events = asyncio.run(_stream(fake, style, tools=[_approval_tool(calls)]))
+
+        first, second = fake.requests
+    assert calls == [5]
+    pieces = _texts(events)
+    assert [ev["type"] for ev in events] == [
+        "tool_call",
+        "tool_result",
+        *["text"] * len(pieces),
+        "usage",
+        "done",
+    ]
+    call, result_ev = events[:2]
+    assert (call["id"], call["name"], call["args"]) == ("call_7", "ask_approval", {"amount": 5})
+    assert (result_ev["name"], result_ev["output"], result_ev["is_error"]) == (
+        "ask_approval",
+        "approved 5",
+        False,
+    )
+    assert len(pieces) > 1
+    assert "".join(pieces) == "Approved and filed."
+    usage = {"prompt_tokens": 17, "completion_tokens": 8, "total_tokens": 25}
+    assert events[-2]["usage"] == usage
+    result = events[-1]["result"]
+    assert (result.text, result.turns, result.usage) == ("Approved and filed.", 2, usage)
+    assert first.body["stream"] is second.body["stream"] is True
+    last = second.body["messages"][-1]
+    if style == "openai":
+        assert last == {"role": "tool", "tool_call_id": "call_7", "content": "approved 5"}
+    else:
+        assert last["content"][0]["tool_use_id"] == "call_7"
+        assert last["content"][0]["content"] == "approved 5"
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_streamed_turn_with_several_calls(style: Style) -> None:
+    calls: list[int] = []
+    with FakeLLM(style=style) as fake:
+        fake.push(
+            ToolCall.many([("ask_approval", {"amount": 1}), ("ask_approval", {"amount": 2})]),
+            Text("both"),
+        )
+
+        events = asyncio.run(_stream(fake, style, tools=[_approval_tool(calls)]))
+
+    assert sorted(calls) == [1, 2]
+    announced = [ev for ev in events if ev["type"] == "tool_call"]
+    assert [ev["args"] for ev in announced] == [{"amount": 1}, {"amount": 2}]
+    assert len({ev["id"] for ev in announced}) == 2
+    outputs = [ev["output"] for ev in events if ev["type"] == "tool_result"]
+    assert sorted(outputs) == ["approved 1", "approved 2"]
+    assert events[-1]["result"].text == "both"
+
+
+def _wire_stream(fake: FakeLLM, path: str, body: dict[str, Any]) -> tuple[str, list[list[str]]]:
+    """POST ``body`` with urllib; the Content-Type and the SSE events, each as its lines."""
+    request = urllib.request.Request(
+        fake.url.removesuffix("/v1") + path,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        content_type, raw = resp.headers["Content-Type"], resp.read().decode()
+    assert raw.endswith("\n\n")
+    return content_type, [event.split("\n") for event in raw.split("\n\n") if event]
+
+
+def test_openai_stream_on_the_wire(fake_llm: FakeLLM) -> None:
+    fake_llm.push(
+        ToolCall.many([("lookup", {"q": "red shoes", "n": 2}, "call_a"), ("lookup", {"q": "x"})]),
+        Text("Two found.", usage=(4, 2)),
+    )
+    body: dict[str, Any] = {"model": "m", "stream": True, "messages": []}
+
+    content_type, events = _wire_stream(
+        fake_llm, "/v1/chat/completions", {**body, "stream_options": {"include_usage": True}}
+    )
+
+    assert content_type == "text/event-stream"
+    assert all(len(lines) == 1 and lines[0].startswith("data: ") for lines in events)
+    data = [lines[0].removeprefix("data: ") for lines in events]
+    assert data[-1] == "[DONE]"
+    *deltas, finish, usage = [json.loads(d) for d in data[:-1]]
+    assert deltas[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert finish["choices"][0]["finish_reason"] == "tool_calls"
+    assert usage["choices"] == []
+    assert usage["usage"] == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    calls = [tc for c in deltas for tc in c["choices"][0]["delta"].get("tool_calls", [])]
+    opened = [(tc["index"], tc["function"]["name"]) for tc in calls if "id" in tc]
+    assert opened == [(0, "lookup"), (1, "lookup")]
+    assert calls[0]["id"] == "call_a"
+    for index, args in ((0, {"q": "red shoes", "n": 2}), (1, {"q": "x"})):
+        parts = [tc["function"]["arguments"] for tc in calls if tc["index"] == index]
+        assert len([p for p in parts if p]) > 1
+        assert json.loads("".join(parts)) == args
+
+    # Without stream_options.include_usage there is no usage chunk.
+    _, events = _wire_stream(fake_llm, "/v1/chat/completions", body)
+    chunks = [json.loads(lines[0].removeprefix("data: ")) for lines in events[:-1]]
+    assert all(chunk["choices"] for chunk in chunks)
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == "Two found."
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert len(fake_llm.requests) == 2
+
+
+def test_anthropic_stream_on_the_wire(fake_anthropic: FakeLLM) -> None:
+    fake_anthropic.push(
+        ToolCall("lookup", {"q": "red shoes"}, id="toolu_a"), Text("Found it.", usage=(4, 2))
+    )
+    body = {"model": "m", "max_tokens": 9, "stream": True, "messages": []}
+
+    content_type, wire = _wire_stream(fake_anthropic, "/v1/messages", body)
+
+    assert content_type == "text/event-stream"
+    events = []
+    for name, data in wire:
+        payload = json.loads(data.removeprefix("data: "))
+        assert name == f"event: {payload['type']}"
+        events.append(payload)
+    deltas = [e["delta"] for e in events[2:-3]]
+    assert [e["type"] for e in events] == [
+        "message_start",
+        "content_block_start",
+        *["content_block_delta"] * len(deltas),
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
+    assert events[0]["message"]["usage"]["input_tokens"] == 10
+    assert events[1]["content_block"] == {
+        "type": "tool_use",
+        "id": "toolu_a",
+        "name": "lookup",
+        "input": {},
+    }
+    assert len(deltas) > 1
+    assert {d["type"] for d in deltas} == {"input_json_delta"}
+    assert json.loads("".join(d["partial_json"] for d in deltas)) == {"q": "red shoes"}
+    assert events[-2]["delta"]["stop_reason"] == "tool_use"
+    assert events[-2]["usage"] == {"output_tokens": 5}
+
+    _, wire = _wire_stream(fake_anthropic, "/v1/messages", body)
+    events = [json.loads(data.removeprefix("data: ")) for _, data in wire]
+    assert events[1]["content_block"] == {"type": "text", "text": ""}
+    deltas = [e["delta"] for e in events if e["type"] == "content_block_delta"]
+    assert deltas == [
+        {"type": "text_delta", "text": "Found"},
+        {"type": "text_delta", "text": " it."},
+    ]
+    assert events[0]["message"]["usage"]["input_tokens"] == 4
+    assert events[-2]["delta"]["stop_reason"] == "end_turn"
+    assert events[-2]["usage"] == {"output_tokens": 2}
+
+
+@pytest.mark.parametrize(
+    ("style", "paced_by"), [("openai", "reply"), ("anthropic", "fake")], ids=["reply", "fake"]
+)
+def test_a_paced_stream_sends_its_pieces_one_at_a_time(style: Style, paced_by: str) -> None:
+    # 20 pieces, 0.2 s apart: the client cancels on its first piece, long before the last
+    # is due -- it has a strict prefix of the text, and the fake sees the hang-up.
+    text = " ".join(f"w{i}" for i in range(20))
+    pace = 0.2
+    with FakeLLM(style=style, stream_pace=pace if paced_by == "fake" else 0.0) as fake:
+        fake.push(Text(text, pace=pace if paced_by == "reply" else None))
+        got: list[str] = []
+
+        async def scenario() -> None:
+            cancel = asyncio.Event()
+            toolkit = await toolnexus.create_toolkit(builtins=False)
+            async for ev in _client(fake, style).stream("hi", toolkit, cancel=cancel):
+                if ev["type"] == "text":
+                    got.append(ev["delta"])
+                    cancel.set()
+
+        with pytest.raises(toolnexus.RunCancelled):
+            asyncio.run(scenario())
+        fake.wait_hung_up(1)
+
+    pieces = text_pieces(text)
+    assert 1 <= len(got) < len(pieces)
+    assert got == pieces[: len(got)]
+
+
+def test_a_reply_pace_overrides_the_fake_stream_pace() -> None:
+    # At the fake's pace this answer would take a minute (and the client's 10 s budget
+    # would end the run); the reply's pace=0 sends it at once.
+    with FakeLLM(style="anthropic", stream_pace=20.0) as fake:
+        fake.push(Text("not paced at all", pace=0))
+
+        events = asyncio.run(_stream(fake, "anthropic", timeout_ms=10_000))
+
+        assert _texts(events) == ["not", " paced", " at", " all"]
+        fake.stream_pace = 0.0
+        fake.reset()
+        assert fake.stream_pace == 20.0  # reset() restores the constructor's pace
+    with pytest.raises(ValueError, match="pace"):
+        Text("x", pace=-1)
+    with pytest.raises(ValueError, match="pace"):
+        FakeLLM(stream_pace=-0.5)
+
+
+def test_fail_raw_trickle_and_hang_keep_their_meaning_when_streamed(fake_llm: FakeLLM) -> None:
+    fake_llm.push(Fail(503, "busy"))
+    with pytest.raises(ProviderError) as excinfo:
+        asyncio.run(_stream(fake_llm, "openai"))
+    assert excinfo.value.status == 503
+
+    sse = b'data: {"choices": [{"index": 0, "delta": {"content": "raw"}}]}\n\ndata: [DONE]\n\n'
+    fake_llm.push(Raw(sse, content_type="text/event-stream"))
+    assert _texts(asyncio.run(_stream(fake_llm, "openai"))) == ["raw"]
+
+    fake_llm.push(Trickle(every=0, then=Text("byte by byte")))
+    events = asyncio.run(_stream(fake_llm, "openai"))
+    assert _texts(events) == ["byte", " by", " byte"]
+    assert events[-1]["result"].usage["total_tokens"] == 15
+
+    fake_llm.push(Hang(then=Text("after the hold")))
+
+    async def held_then_released() -> list[dict[str, Any]]:
+        async def release_when_held() -> None:
+            await asyncio.to_thread(fake_llm.wait_held, 1)
+            fake_llm.release()
+
+        events, _ = await asyncio.gather(_stream(fake_llm, "openai"), release_when_held())
+        return events
+
+    assert "".join(_texts(asyncio.run(held_then_released()))) == "after the hold"
+    assert [r.body["stream"] for r in fake_llm.requests] == [True] * 4

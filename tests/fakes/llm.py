@@ -28,14 +28,42 @@ Which reply answers a request, first match wins:
 3. the shared queue filled by :meth:`FakeLLM.push`, FIFO;
 4. ``fake.default`` (``Text("done")`` unless changed).
 
-Every POST is recorded in ``fake.requests``. All state sits behind one lock and one
-:class:`threading.Condition`; every wait has a deadline.
+Streaming. A request whose body has ``"stream": true`` gets its :class:`Text` or
+:class:`ToolCall` as server-sent events (``Content-Type: text/event-stream``, HTTP/1.1
+chunked, one chunk written and flushed per event, then the connection closes), in the
+wire shape toolnexus's streaming client reads:
+
+* openai: ``data: {chunk}`` per delta -- a ``role`` delta, then ``delta.content`` per text
+  piece, or per call a ``delta.tool_calls`` entry (``index``, ``id``, ``function.name``)
+  followed by its ``function.arguments`` in pieces -- then a ``finish_reason`` chunk, the
+  usage chunk ``{"choices": [], "usage"}`` (only when the body asks with
+  ``stream_options.include_usage``, as toolnexus does), then ``data: [DONE]``;
+* anthropic: ``event: <type>`` / ``data: {json}`` for ``message_start`` (input tokens),
+  per block ``content_block_start`` / ``content_block_delta`` (``text_delta`` or
+  ``input_json_delta``) / ``content_block_stop``, then ``message_delta`` (``stop_reason``
+  ``"tool_use"`` or ``"end_turn"``, output tokens) and ``message_stop``.
+
+Text (and a call's JSON arguments) go out in word-sized pieces that keep their whitespace
+(:func:`text_pieces`: ``"Done. Filed"`` -> ``"Done."``, ``" Filed"``), so the pieces join to
+exactly the scripted text. Each piece waits ``pace`` seconds before it is written -- the
+reply's own ``pace``, else ``fake.stream_pace`` (``FakeLLM(stream_pace=...)``, default 0):
+``pace=1/20`` is a 20 tokens/s model. The other replies mean the same for a streamed
+request: :class:`Fail` answers its status before any stream, :class:`Raw` its bytes,
+:class:`Hang` holds and then streams its answer, :class:`Trickle` sends the whole event
+stream a byte at a time. :meth:`FakeLLM.stop` cuts a paced stream short; a client that
+hangs up mid-stream is counted in :attr:`FakeLLM.hung_up` once a write fails. A request
+without ``"stream": true`` is answered with one JSON body, as above.
+
+Every POST is recorded in ``fake.requests``, streamed or not. All state sits behind one
+lock and one :class:`threading.Condition`; every wait has a deadline.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
+import socket
 import threading
 import time
 from collections import deque
@@ -61,10 +89,18 @@ _HOST = "127.0.0.1"
 
 @dataclass(frozen=True)
 class Text:
-    """A final assistant message (``finish_reason="stop"`` / ``stop_reason="end_turn"``)."""
+    """A final assistant message (``finish_reason="stop"`` / ``stop_reason="end_turn"``).
+
+    ``pace``: seconds each piece waits before it is written when the request streams
+    (``None``: ``fake.stream_pace``); ``pace=1/50`` is a 50 tokens/s model.
+    """
 
     text: str
     usage: tuple[int, int] = DEFAULT_USAGE
+    pace: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_pace(self.pace)
 
 
 #: One call for :meth:`ToolCall.many`: a ToolCall, ``(name, args)`` or ``(name, args, id)``.
@@ -80,7 +116,8 @@ class ToolCall:
     ``id`` is the tool-call id put on the wire; ``None`` generates a unique one
     (``call_fake_<response>_<index>`` for openai, ``toolu_fake_<response>_<index>``
     for anthropic). For several calls in one turn use :meth:`many`; ``also`` carries the
-    calls after the first.
+    calls after the first. ``pace`` is as for :class:`Text`: the wait before each streamed
+    piece (a call's opening and its argument pieces) of the turn.
     """
 
     name: str
@@ -88,6 +125,10 @@ class ToolCall:
     id: str | None = None
     usage: tuple[int, int] = DEFAULT_USAGE
     also: tuple[ToolCall, ...] = ()
+    pace: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_pace(self.pace)
 
     @classmethod
     def many(
@@ -95,6 +136,7 @@ class ToolCall:
         calls: Iterable[_CallSpec],
         *,
         usage: tuple[int, int] = DEFAULT_USAGE,
+        pace: float | None = None,
     ) -> ToolCall:
         """One turn calling several tools: ``ToolCall.many([("a", {...}), ("b", {...}, "id")])``."""
         items = [c if isinstance(c, ToolCall) else ToolCall(*c) for c in calls]
@@ -107,6 +149,7 @@ class ToolCall:
             first.id,
             usage,
             tuple(replace(c, also=()) for c in rest),
+            pace,
         )
 
     @property
@@ -168,6 +211,18 @@ class Trickle:
 
 
 Reply: TypeAlias = Text | ToolCall | Fail | Hang | Raw | Trickle
+
+
+def _check_pace(pace: float | None) -> None:
+    if pace is not None and not pace >= 0:
+        raise ValueError(f"pace is seconds per piece (>= 0), not {pace!r}")
+
+
+def text_pieces(text: str) -> list[str]:
+    """``text`` cut into the word-sized pieces a stream sends, each keeping the whitespace
+    before it (trailing whitespace is a piece of its own): ``"Done. Filed"`` ->
+    ``["Done.", " Filed"]``. The pieces join to exactly ``text``; ``""`` has none."""
+    return re.findall(r"\s*\S+|\s+\Z", text)
 
 
 # --------------------------------------------------------------------------- #
@@ -273,19 +328,43 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
-        status, payload, content_type, extra, *trickle = self.server.fake._answer(
-            urlsplit(self.path).path, headers, raw
-        )
+        answer = self.server.fake._answer(urlsplit(self.path).path, headers, raw)
+        if isinstance(answer, _Stream):
+            self._send_stream(answer)
+            return
+        status, payload, content_type, extra, *trickle = answer
         if trickle:
-            head = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}"]
-            head += [f"Server: {self.version_string()}", f"Content-Type: {content_type}"]
-            head.append(f"Content-Length: {len(payload)}")
-            head += [f"{k}: {v}" for k, v in extra.items() if extra is not _UNSIZED]
-            wire = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+            lines = [f"Content-Length: {len(payload)}"]
+            lines += [f"{k}: {v}" for k, v in extra.items() if extra is not _UNSIZED]
+            wire = self._head(status, content_type, lines)
             self.server.fake._trickle(self.wfile.write, wire, payload, trickle[0])
             self.close_connection = True
             return
         self._send(status, payload, content_type, extra)
+
+    def _head(self, status: int, content_type: str, lines: list[str]) -> bytes:
+        """An HTTP/1.1 status line and headers, written by hand (for paced answers)."""
+        head = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}"]
+        head += [f"Server: {self.version_string()}", f"Content-Type: {content_type}", *lines]
+        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+
+    def _send_stream(self, stream: _Stream) -> None:
+        """Write ``stream`` as HTTP/1.1 chunks, one per beat, each flushed at once."""
+        self.close_connection = True
+        fake = self.server.fake
+        lines = ["Transfer-Encoding: chunked", "Cache-Control: no-cache", "Connection: close"]
+        try:
+            # No Nagle: a paced piece leaves now, not when the previous one is acked.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.wfile.write(self._head(200, _SSE, lines))
+            for delay, data in stream.beats:
+                if delay > 0 and fake._pause(delay):
+                    return  # stop(): cut the stream short (no closing chunk)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client hung up mid-stream
+            fake._note_hang_up()
 
     def _send(
         self,
@@ -313,6 +392,20 @@ _Paced = tuple[int, bytes, str, Mapping[str, str], Trickle]
 #: Extra headers that mean "send no Content-Length" (never sent themselves).
 _UNSIZED: Mapping[str, str] = {"x-fake-unsized": "1"}
 _JSON = "application/json"
+_SSE = "text/event-stream"
+#: One write of a stream: seconds to wait first, then the bytes (one or more SSE events).
+_Beat: TypeAlias = tuple[float, bytes]
+
+
+@dataclass(frozen=True)
+class _Stream:
+    """A 200 ``text/event-stream`` answer, written beat by beat."""
+
+    beats: tuple[_Beat, ...]
+
+    def whole(self) -> _Answer:
+        """The same events as one sized body (for a :class:`Trickle`)."""
+        return 200, b"".join(data for _, data in self.beats), _SSE, {}
 
 
 class FakeLLM:
@@ -325,14 +418,26 @@ class FakeLLM:
             client = toolnexus.create_client(base_url=fake.url, style="anthropic", ...)
 
     ``start()``/``stop()`` may also be called directly; ``stop()`` is idempotent.
+    ``stream_pace`` is the seconds each streamed piece waits when its reply sets no
+    ``pace`` (``1/20``: a 20 tokens/s model); it may be changed at any time.
     """
 
-    def __init__(self, style: Style = "openai", default: Reply | None = None) -> None:
+    def __init__(
+        self,
+        style: Style = "openai",
+        default: Reply | None = None,
+        *,
+        stream_pace: float = 0.0,
+    ) -> None:
         if style not in ("openai", "anthropic"):
             raise ValueError(f"style must be 'openai' or 'anthropic', not {style!r}")
+        _check_pace(stream_pace)
         self.style: Style = style
         #: Answer used when no script applies (and by a released :class:`Hang` without ``then``).
         self.default: Reply = default if default is not None else Text("done")
+        #: Seconds before each streamed piece of a reply without its own ``pace``.
+        self.stream_pace: float = stream_pace
+        self._start_pace = stream_pace
         #: Optional ``fn(request_body) -> Reply | None``, consulted before the scripts.
         self.respond: Callable[[dict[str, Any]], Reply | None] | None = None
         self._lock = threading.Lock()
@@ -473,19 +578,28 @@ class FakeLLM:
 
     @property
     def hung_up(self) -> int:
-        """How many :class:`Trickle` answers ended because the client hung up."""
+        """How many :class:`Trickle` or streamed answers ended because the client hung up."""
         with self._cond:
             return self._hung_up
 
+    def wait_hung_up(self, n: int, timeout: float = 10.0) -> None:
+        """Block until at least ``n`` answers ended with a hang-up. Raises TimeoutError."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._hung_up >= n, timeout=timeout):
+                raise TimeoutError(
+                    f"fake-llm: waited {timeout}s for {n} hang-up(s), saw {self._hung_up}"
+                )
+
     def reset(self) -> None:
-        """Forget every script and the default, and let held requests go: the
-        fake as it started (its requests recorded so far stay). For a fake
-        that several tests share."""
+        """Forget every script and the default, put ``stream_pace`` back to the
+        constructor's, and let held requests go: the fake as it started (its
+        requests recorded so far stay). For a fake that several tests share."""
         with self._cond:
             self._queue.clear()
             self._keyed.clear()
             self.default = Text("done")
             self.respond = None
+            self.stream_pace = self._start_pace
         self.release()
 
     def release(self) -> None:
@@ -499,7 +613,7 @@ class FakeLLM:
 
     # -- request handling (server threads) ----------------------------------- #
 
-    def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> _Answer | _Paced:
+    def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> _Answer | _Paced | _Stream:
         try:
             body: Any = json.loads(raw) if raw else None
         except ValueError:
@@ -534,7 +648,8 @@ class FakeLLM:
             reply = self._hold(reply)
         if isinstance(reply, Trickle):
             then = reply.then if reply.then is not None else self.default
-            return (*self._render(then, body), reply)
+            answer = self._render(then, body)
+            return (*(answer.whole() if isinstance(answer, _Stream) else answer), reply)
         return self._render(reply, body)
 
     def _pick(self, body: dict[str, Any], text: str) -> Reply:
@@ -571,6 +686,16 @@ class FakeLLM:
             )
         return hang.then if hang.then is not None else self.default
 
+    def _pause(self, seconds: float) -> bool:
+        """Wait ``seconds`` between streamed pieces (server thread); True if stop() came."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._stopping, timeout=seconds)
+
+    def _note_hang_up(self) -> None:
+        with self._cond:
+            self._hung_up += 1
+            self._cond.notify_all()
+
     def _trickle(
         self, write: Callable[[bytes], Any], head: bytes, body: bytes, pace: Trickle
     ) -> None:
@@ -589,11 +714,9 @@ class FakeLLM:
                     ):
                         return
         except OSError:  # the client hung up (after its own deadline)
-            with self._cond:
-                self._hung_up += 1
-                self._cond.notify_all()
+            self._note_hang_up()
 
-    def _render(self, reply: Reply, body: dict[str, Any]) -> _Answer:
+    def _render(self, reply: Reply, body: dict[str, Any]) -> _Answer | _Stream:
         if isinstance(reply, Fail):
             if isinstance(reply.body, Mapping):
                 payload, ctype = json.dumps(dict(reply.body)).encode(), _JSON
@@ -607,6 +730,13 @@ class FakeLLM:
         with self._cond:
             seq = next(self._ids)
         model = str(body.get("model") or "fake-model")
+        if body.get("stream") is True:
+            pace = reply.pace if reply.pace is not None else self.stream_pace
+            if self.style == "anthropic":
+                return _Stream(tuple(_anthropic_stream(reply, model, seq, pace)))
+            options = body.get("stream_options")
+            usage = isinstance(options, Mapping) and options.get("include_usage") is True
+            return _Stream(tuple(_openai_stream(reply, model, seq, pace, usage)))
         envelope = (
             _openai_envelope(reply, model, seq)
             if self.style == "openai"
@@ -645,18 +775,22 @@ def _openai_envelope(reply: Text | ToolCall, model: str, seq: int) -> dict[str, 
             for i, call in enumerate(reply.calls)
         ]
         finish = "tool_calls"
-    prompt, completion = reply.usage
     return {
         "id": f"chatcmpl-fake-{seq}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
+        "usage": _openai_usage(reply.usage),
+    }
+
+
+def _openai_usage(usage: tuple[int, int]) -> dict[str, int]:
+    prompt, completion = usage
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
     }
 
 
@@ -688,6 +822,118 @@ def _anthropic_envelope(reply: Text | ToolCall, model: str, seq: int) -> dict[st
     }
 
 
+# --------------------------------------------------------------------------- #
+# Streamed answers (server-sent events)
+# --------------------------------------------------------------------------- #
+
+
+def _sse_data(payload: Mapping[str, Any]) -> bytes:
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+def _sse_event(payload: Mapping[str, Any]) -> bytes:
+    return f"event: {payload['type']}\n".encode() + _sse_data(payload)
+
+
+def _openai_deltas(reply: Text | ToolCall, seq: int) -> list[dict[str, Any]]:
+    """The ``delta`` of every paced chunk: one per text piece, or per call its opening
+    (``id``, ``function.name``) and then one per piece of its JSON arguments."""
+    if isinstance(reply, Text):
+        return [{"content": piece} for piece in text_pieces(reply.text)]
+    deltas: list[dict[str, Any]] = []
+    for i, call in enumerate(reply.calls):
+        function = {"name": call.name, "arguments": ""}
+        opening = {"index": i, "id": _call_id(call, "call_fake", seq, i), "type": "function"}
+        deltas.append({"tool_calls": [{**opening, "function": function}]})
+        deltas += [
+            {"tool_calls": [{"index": i, "function": {"arguments": piece}}]}
+            for piece in text_pieces(json.dumps(dict(call.args)))
+        ]
+    return deltas
+
+
+def _openai_stream(
+    reply: Text | ToolCall, model: str, seq: int, pace: float, include_usage: bool
+) -> list[_Beat]:
+    """``chat.completion.chunk`` events: role, paced deltas, finish, usage, ``[DONE]``."""
+    base = {
+        "id": f"chatcmpl-fake-{seq}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
+
+    def chunk(delta: Mapping[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return _sse_data({**base, "choices": [choice]})
+
+    text = isinstance(reply, Text)
+    beats = [(0.0, chunk({"role": "assistant", "content": "" if text else None}))]
+    beats += [(pace, chunk(delta)) for delta in _openai_deltas(reply, seq)]
+    tail = chunk({}, "stop" if text else "tool_calls")
+    if include_usage:
+        tail += _sse_data({**base, "choices": [], "usage": _openai_usage(reply.usage)})
+    beats.append((0.0, tail + b"data: [DONE]\n\n"))
+    return beats
+
+
+def _anthropic_blocks(
+    reply: Text | ToolCall, seq: int
+) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Each content block's ``content_block_start`` block and its deltas."""
+    if isinstance(reply, Text):
+        deltas = [{"type": "text_delta", "text": piece} for piece in text_pieces(reply.text)]
+        return [({"type": "text", "text": ""}, deltas)]
+    return [
+        (
+            {
+                "type": "tool_use",
+                "id": _call_id(call, "toolu_fake", seq, i),
+                "name": call.name,
+                "input": {},
+            },
+            [
+                {"type": "input_json_delta", "partial_json": piece}
+                for piece in text_pieces(json.dumps(dict(call.args)))
+            ],
+        )
+        for i, call in enumerate(reply.calls)
+    ]
+
+
+def _anthropic_stream(reply: Text | ToolCall, model: str, seq: int, pace: float) -> list[_Beat]:
+    """Messages-API events: message_start, the blocks (deltas paced), message_delta/stop."""
+    prompt, completion = reply.usage
+    message = {
+        "id": f"msg_fake_{seq}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        # Output tokens come once, in message_delta: toolnexus adds both events' usage.
+        "usage": {"input_tokens": prompt, "output_tokens": 0},
+    }
+    beats = [(0.0, _sse_event({"type": "message_start", "message": message}))]
+    for index, (block, deltas) in enumerate(_anthropic_blocks(reply, seq)):
+        start = {"type": "content_block_start", "index": index, "content_block": block}
+        beats.append((0.0, _sse_event(start)))
+        beats += [
+            (pace, _sse_event({"type": "content_block_delta", "index": index, "delta": delta}))
+            for delta in deltas
+        ]
+        beats.append((0.0, _sse_event({"type": "content_block_stop", "index": index})))
+    stop = "end_turn" if isinstance(reply, Text) else "tool_use"
+    end = {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop, "stop_sequence": None},
+        "usage": {"output_tokens": completion},
+    }
+    beats.append((0.0, _sse_event(end) + _sse_event({"type": "message_stop"})))
+    return beats
+
+
 __all__ = [
     "DEFAULT_USAGE",
     "Fail",
@@ -701,4 +947,5 @@ __all__ = [
     "ToolCall",
     "Trickle",
     "first_user_text",
+    "text_pieces",
 ]

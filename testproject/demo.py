@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import uuid
 from typing import Any
@@ -23,6 +24,7 @@ import toolnexus
 from toolnexus import ToolContext, ToolResult
 
 import toolnexus_django
+from toolnexus_django.agent.inprocess import in_process_client
 
 # The approval tool is the app's shipped example (the README's Install names
 # it); re-exported so "testproject.demo.file_expense" keeps working.
@@ -174,5 +176,17 @@ def _not_offered(what: str, action: str) -> str:
 
 
 def offline_client() -> toolnexus.Client:
-    """Deterministic offline demo model (in-process; set LLM_BASE_URL for a real one)."""
-    return toolnexus.create_in_process_client(model="offline-demo", generate=demo_generate)
+    """Deterministic offline demo model (in-process; set LLM_BASE_URL for a real one).
+    A streamed answer comes word by word, DEMO_WORDS_PER_SECOND of them (25;
+    0: at once), so that a stream shows the answer as it is written."""
+    return in_process_client(
+        model="offline-demo", generate=demo_generate, words_per_second=_words_per_second()
+    )
+
+
+def _words_per_second() -> float:
+    given = os.environ.get("DEMO_WORDS_PER_SECOND", "").strip() or "25"
+    try:
+        return float(given)
+    except ValueError:
+        raise ValueError(f"DEMO_WORDS_PER_SECOND must be a number, not {given!r}") from None

@@ -234,7 +234,7 @@ def test_the_bounded_transport_over_real_http(fake_llm: FakeLLM) -> None:
         transport.post(url, {"Content-Type": "application/json"}, payload, 5)
     assert (refused.value.status, refused.value.retry_after) == (503, "0")
     assert len(refused.value.body) == 1000, "the error body read up to the bound only"
-    with transport.open(url, {}, payload, 5) as streamed:
+    with transport.open(url, {}, {**payload, "stream": True}, 5) as streamed:
         assert len(streamed.read(600)) == 600
         with pytest.raises(ModelAnswerTooLarge):
             while streamed.read1(600):

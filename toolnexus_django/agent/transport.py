@@ -8,6 +8,8 @@ this app wraps it (``http_transport``, toolnexus's public hook):
   and hands toolnexus only an answer of the shape it reads, over kept-open
   connections (:class:`KeptConnections`); each call, start to end, within
   its timeout (a :class:`~.deadline.CallDeadline`), however the bytes arrive;
+  a streaming call answered with one JSON body is handed over as its stream
+  (:mod:`.sseanswer`);
 - a model's answer it refuses raises a :class:`~.modelanswer.ModelAnswerError`, whose
   message says what is wrong in words (it becomes the failed Task's status
   message; the bytes that were wrong go to the log only).
@@ -39,6 +41,7 @@ from .deadline import (
     watched_opener,
 )
 from .modelanswer import ModelAnswerTooLarge, parse_answer
+from .sseanswer import SSEResponse, sse_of
 
 #: How much of a body is read per call (the bound is checked after each).
 CHUNK = 64 * 1024
@@ -132,11 +135,19 @@ class BoundedTransport:
         self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
     ) -> Any:
         """A streaming answer, refused once it has sent more than ``max_bytes``
-        and cut when ``timeout`` has passed since the call began."""
+        and cut when ``timeout`` has passed since the call began. An answer
+        that is not a stream (a server that ignores ``"stream": true`` sends
+        one JSON body, from which toolnexus would read no event and end the
+        run with an empty answer) is read and checked as :meth:`post` reads
+        one, and handed over as the events of its stream."""
         deadline = self._deadline(timeout)
         with deadline.running(to_the_end=False):
             response = self._open(url, headers, payload, deadline)
-        return BoundedResponse(response, self.max_bytes, deadline)
+        if is_event_stream(response):
+            return BoundedResponse(response, self.max_bytes, deadline)
+        with deadline.running(), response:
+            body = read_bounded(response, self.max_bytes)
+        return SSEResponse(sse_of(parse_answer(body, self.style), self.style))
 
     @staticmethod
     def _deadline(timeout: float) -> CallDeadline:
@@ -161,6 +172,14 @@ class BoundedTransport:
                 text = read_bounded(error, self.max_bytes, cut=True).decode("utf-8", "replace")
             retry_after = error.headers.get("Retry-After") if error.headers else None
             raise ProviderError(error.code, text, retry_after) from None
+
+
+def is_event_stream(response: Any) -> bool:
+    """Whether ``response`` says it is a stream of server-sent events (its
+    Content-Type); one that does not say so is read as a whole answer."""
+    headers = getattr(response, "headers", None)
+    declared = headers.get("Content-Type") if headers is not None else None
+    return (declared or "").split(";")[0].strip().lower() == "text/event-stream"
 
 
 def read_bounded(response: Any, limit: int, *, cut: bool = False) -> bytes:

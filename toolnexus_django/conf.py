@@ -139,6 +139,14 @@ DEFAULTS: dict[str, Any] = {
     # idle stream sends a keep-alive comment, in seconds.
     "STREAM_MAX_SECONDS": 300.0,
     "STREAM_HEARTBEAT": 15.0,
+    # A Task sent by a streaming method streams from the model: its streams
+    # show its answer as it is written and each tool call. False: the moves only.
+    "STREAM_LIVE_UPDATES": True,
+    # A streamed run's answer, as it is written: at most one chunk per Task
+    # every STREAM_CHUNK_SECONDS (0: one per model delta), sooner once
+    # STREAM_CHUNK_CHARS characters wait.
+    "STREAM_CHUNK_SECONDS": 0.1,
+    "STREAM_CHUNK_CHARS": 1000,
     # Open streams plus blocking sends one process holds at once (each holds a
     # server thread); past it streams are refused "busy" and blocking sends
     # return at once. None = no limit.

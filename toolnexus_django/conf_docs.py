@@ -224,6 +224,20 @@ DOCS: dict[str, str] = {
     ),
     'STREAM_MAX_SECONDS': 'Longest life of one SSE stream; the client may resubscribe.',
     'STREAM_HEARTBEAT': 'Seconds between `: keep-alive` comments on a quiet stream.',
+    'STREAM_LIVE_UPDATES': (
+        'A Task sent by a streaming method (`message/stream`, `SendStreamingMessage`, '
+        '`message:stream`) runs through the model\'s streaming API, and its streams show the '
+        'answer as it is written (`TaskArtifactUpdateEvent` chunks) and each tool call (`working` '
+        'status updates). `False`: the model answers whole, and streams show the moves only.'
+    ),
+    'STREAM_CHUNK_SECONDS': (
+        'A streamed Task shows its answer as the model writes it: at most one chunk '
+        '(`TaskArtifactUpdateEvent`, `append: true`) per Task every this many seconds; `0` sends '
+        'one per model delta. The first chunk goes at once.'
+    ),
+    'STREAM_CHUNK_CHARS': (
+        'A chunk goes before `STREAM_CHUNK_SECONDS` have passed once this many characters wait.'
+    ),
     'EVENT_POLL_INTERVAL': (
         "Seconds between a process's looks at the event log for moves made by other processes "
         '(one query per process, however many blocking sends and streams wait); moves in the same '

@@ -134,6 +134,9 @@ CASES: list[Case] = [
     Case("E431", "E009", {"EXPIRY_SWEEP_INTERVAL": -1}),
     Case("E432", None, {"GRACE_SECONDS": -1}),
     Case("E433", None, {"CREDENTIAL_CACHE_SECONDS": -1}),
+    Case("E411", None, {"STREAM_CHUNK_CHARS": 0}),
+    Case("E434", None, {"STREAM_CHUNK_SECONDS": -1}),
+    Case("E435", None, {"STREAM_LIVE_UPDATES": "yes"}),
     # REVIEW
     Case("E500", "E011", {"REVIEW": "four eyes"}),
     Case("E501", "E001", section("REVIEW", REMIND_BEFOR=600)),

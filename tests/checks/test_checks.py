@@ -469,6 +469,9 @@ def test_manage_py_check_subprocess_reports_the_ids(tmp_path: Path) -> None:
         ({"GRACE_SECONDS": "10"}, "toolnexus_django.E432"),
         ({"CREDENTIAL_CACHE_SECONDS": -1}, "toolnexus_django.E433"),
         ({"CREDENTIAL_CACHE_SECONDS": "5"}, "toolnexus_django.E433"),
+        ({"STREAM_CHUNK_SECONDS": -0.1}, "toolnexus_django.E434"),
+        ({"STREAM_CHUNK_CHARS": 0}, "toolnexus_django.E411"),
+        ({"STREAM_LIVE_UPDATES": 1}, "toolnexus_django.E435"),
     ],
 )
 def test_review_settings_are_checked(

@@ -8,9 +8,11 @@ lasts a millisecond included — wherever the run happens.
 
 A stream sends one message per event, each with an SSE ``id``: the event's
 number for its status update (``"7"``), and ``"<n-1>.<k>"`` for the k-th
-artifact update that comes with event n (``"6.1"``), so ids increase within a
-Task. A client that reconnects with ``Last-Event-ID`` gets exactly the
-messages after that id, then the live ones.
+artifact update that comes with event n (``"6.1"``), and between two events
+``"<n>.0.<k>"`` for the live updates of the run that started at event n (its
+answer as it is written, its tool calls: :mod:`.liveevents`), so ids increase
+within a Task. A client that reconnects with ``Last-Event-ID`` gets exactly
+the messages after that id, then the live ones.
 
 A waiting request (a blocking send, an open stream) holds one server thread
 for as long as it waits. :data:`held` bounds how many may do so at once in one
@@ -22,113 +24,29 @@ from __future__ import annotations
 
 import asyncio
 import re
-import threading
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import lifecycle
 from ..conf import toolnexus_settings
-from ..lifecycle import states, wakeups
+from ..lifecycle import live, states, wakeups
 from ..lifecycle.events import Event
-from ..runtime.registry import Hook, Stage
 from ..stores import TaskStore
 from ..stores.base import Task, state_of
 from .dialects import Dialect, artifact_event, status_update, stream_task
+from .held import HeldRequests as HeldRequests
+from .held import Slot as Slot
+from .held import held as held
+from .liveevents import live_messages
+from .waits import await_settled as await_settled
+from .waits import resume_waiting as resume_waiting
+from .waits import stop_waiting as stop_waiting
+from .waits import stopping
+from .waits import wait_settled as wait_settled
 
 SETTLED = states.SETTLED
-
-# -- shutdown ----------------------------------------------------------------------
-
-_stopping = threading.Event()
-
-
-def stop_waiting() -> None:
-    """End every blocking wait and stream of this process now (for a server
-    that is shutting down: streams end, clients resubscribe)."""
-    _stopping.set()
-    wakeups.wake_all()
-
-
-def resume_waiting() -> None:
-    _stopping.clear()
-
-
-#: runtime.stop() ends the waits first; runtime.start() lets them wait again.
-Hook("blocking waits", Stage.WAITS, start=resume_waiting, stop=lambda _left: stop_waiting())
-
-
-# -- held requests -------------------------------------------------------------------
-
-
-class HeldRequests:
-    """How many requests of this process are waiting on a Task right now."""
-
-    def __init__(self) -> None:
-        self._count = 0
-        self._lock = threading.Lock()
-
-    @property
-    def count(self) -> int:
-        with self._lock:
-            return self._count
-
-    def hold(self) -> Slot | None:
-        """A slot, or None when MAX_HELD_REQUESTS are already waiting."""
-        limit = toolnexus_settings.MAX_HELD_REQUESTS
-        with self._lock:
-            if limit is not None and self._count >= int(limit):
-                return None
-            self._count += 1
-        return Slot(self)
-
-    def _release(self) -> None:
-        with self._lock:
-            self._count = max(0, self._count - 1)
-
-
-class Slot:
-    """One held request; :meth:`release` is idempotent."""
-
-    def __init__(self, owner: HeldRequests) -> None:
-        self._owner: HeldRequests | None = owner
-
-    def release(self) -> None:
-        owner, self._owner = self._owner, None
-        if owner is not None:
-            owner._release()
-
-    def __enter__(self) -> Slot:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-held = HeldRequests()
-
-
-# -- blocking sends ----------------------------------------------------------------------
-
-
-def wait_settled(store: TaskStore, task: Task, timeout: float | None = None) -> Task:
-    """``task`` as soon as it is terminal or waiting on a person, else as it
-    is when ``timeout`` (BLOCKING_TIMEOUT) runs out."""
-    limit = float(toolnexus_settings.BLOCKING_TIMEOUT if timeout is None else timeout)
-    deadline = time.monotonic() + limit
-    current = task
-    with wakeups.watch(store, task["id"]) as watch:
-        # Read once after watching: a move before the watch began is seen too.
-        current = store.get(task["id"]) or current
-        while state_of(current) not in SETTLED and not _stopping.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            if watch.wait(remaining):
-                current = watch.news(current) or store.get(task["id"]) or current
-    return current
-
 
 # -- streams ---------------------------------------------------------------------------------
 
@@ -144,13 +62,15 @@ class Message:
 @dataclass(frozen=True)
 class Position:
     """Where a client is: every message of events up to ``seq`` delivered,
-    and the first ``artifacts`` artifact updates of event ``seq + 1``."""
+    the first ``live`` live updates of the run that started at event
+    ``seq``, and the first ``artifacts`` artifact updates of event ``seq + 1``."""
 
     seq: int
     artifacts: int = 0
+    live: int = 0
 
 
-_EVENT_ID = re.compile(r"^\s*(\d{1,18})(?:\.(\d{1,6}))?\s*$")
+_EVENT_ID = re.compile(r"^\s*(\d{1,18})(?:\.(\d{1,6})(?:\.(\d{1,9}))?)?\s*$")
 
 
 def position_of(last_event_id: str | None) -> Position | None:
@@ -161,6 +81,8 @@ def position_of(last_event_id: str | None) -> Position | None:
     match = _EVENT_ID.match(last_event_id)
     if match is None:
         return None
+    if match[3] is not None:
+        return Position(int(match[1]), live=int(match[3]))
     return Position(int(match[1]), int(match[2] or 0))
 
 
@@ -178,6 +100,23 @@ def event_messages(event: Event, task: Task, dialect: Dialect, skip: int = 0) ->
         yield Message(f"{event.seq - 1}.{k}", message)
     final = event.to_state in SETTLED
     yield Message(str(event.seq), status_update(task, event.status, dialect, final=final))
+
+
+def shown_after(shown: str | None, updates: Sequence[Any]) -> str | None:
+    """The answer's text a client holds after ``updates`` (None: unknown)."""
+    for update in updates:
+        if "text" in update:
+            text = str(update["text"])
+            shown = text if update.get("reset") else None if shown is None else shown + text
+    return shown
+
+
+#: The moves that start a run (its live updates come after them).
+RUN_STARTS = frozenset({"claim", "resume"})
+
+
+#: What :meth:`Follower.read` found: events, the Task (when needed), live updates.
+Found = tuple[list[Event], Task | None, list[Any]]
 
 
 def _ended(until: asyncio.Future[Any] | None) -> bool:
@@ -213,6 +152,11 @@ class Follower:
         self.heartbeat = max(0.05, float(toolnexus_settings.STREAM_HEARTBEAT))
         self.deadline = now + float(toolnexus_settings.STREAM_MAX_SECONDS)
         self.last_sent = now
+        #: The answer's text as the client holds it, of the run at the
+        #: position (None: unknown). The final artifact's rest goes as one
+        #: more chunk when the run ended before its last ones were read.
+        self.shown: str | None = None
+        self._counted = after is None or after.live == 0
 
     def opening(self) -> list[Message]:
         """Without ``after``: the Task as the caller read it. Either way the
@@ -233,14 +177,50 @@ class Follower:
         current = store.get(self.task_id) if events or self.after is not None else None
         return events, current
 
-    def take(self, events: list[Event], current: Task | None) -> list[Message]:
+    def read_all(self, store: TaskStore, moved: bool = True) -> Found:
+        """:meth:`read` (when ``moved``: the Task may have moved), and the
+        live updates after the position."""
+        seq = self.position.seq
+        known = self._count(store) if not self._counted else True
+        events, current = self.read(store) if moved else ([], None)
+        if events and events[-1].to_state in SETTLED:
+            return events, current, []
+        if not events and not known:
+            return events, current, []  # the store is behind the client: later
+        # The run that a claim (or a resume's start) began may already have updates.
+        begun, after = (events[-1].seq, 0) if events else (seq, self.position.live)
+        return events, current, live.updates_after(store, self.task_id, begun, after)
+
+    def _count(self, store: TaskStore) -> bool:
+        """A reconnect: the text the client holds, from the run's updates up
+        to its position — once the store has them all (another process's run
+        writes them a batch at a time, after its own streams showed them)."""
+        had = live.updates_after(store, self.task_id, self.position.seq, 0)
+        if not had or int(had[-1].get("n") or 0) < self.position.live:
+            return False
+        self._counted = True
+        self.shown = shown_after(None, had[: self.position.live])
+        return True
+
+    def read_here(self) -> Found | None:
+        """:meth:`read_all` after a wake-up that told of live updates only,
+        when the run is in this process (its feed is read in memory: no
+        thread needed); None when :meth:`read` must be used."""
+        feed = live.feeds().get(self.task_id)
+        if feed is None or feed.seq != self.position.seq:
+            return None
+        return [], None, feed.after(self.position.live)
+
+    def take(
+        self, events: list[Event], current: Task | None, updates: Sequence[Any] = ()
+    ) -> list[Message]:
         """The messages for what :meth:`read` found; sets :attr:`done`."""
         out: list[Message] = []
         task = current or self.first
         if not events:
             if self.after is not None and state_of(current) in states.TERMINAL:
                 self.done = True  # nothing more will ever come
-            return out
+            return self._live(task, updates)
         if events[0].seq > self.position.seq + 1:
             # The store no longer keeps the events asked for (stores without
             # an event table keep the newest): start afresh from the Task.
@@ -251,13 +231,49 @@ class Follower:
             events = []
         for event in events:
             skip = self.position.artifacts if event.seq == self.position.seq + 1 else 0
+            if self.shown is not None and event.artifact_ids:
+                out.extend(self._rest(task, event.artifact_ids[0]))
             out.extend(event_messages(event, task, self.dialect, skip))
+            # A run starts: a stream that follows it from there holds none of
+            # its answer yet (a reconnect may be replaying what it missed:
+            # it gets the rest only once it is sure what it holds).
             self.position = Position(event.seq)
+            self.shown = "" if event.kind in RUN_STARTS and self.after is None else None
             if event.to_state in SETTLED and event.kind not in states.UNSEEN:
                 self.done = True
                 break
         self.last_sent = time.monotonic()
+        return out if self.done else out + self._live(task, updates)
+
+    def _live(self, task: Task, updates: Sequence[Any]) -> list[Message]:
+        """The messages of live updates of the run at the position."""
+        if not updates:
+            return []
+        seq = self.position.seq
+        out = [Message(i, r) for i, r in live_messages(task, updates, self.dialect, seq)]
+        self.position = Position(seq, live=int(updates[-1].get("n") or 0))
+        self.shown = shown_after(self.shown, updates)
+        self.last_sent = time.monotonic()
         return out
+
+    def _rest(self, task: Task, artifact_id: str) -> list[Message]:
+        """The final answer's text the client's chunks lack, as one more
+        chunk (all of it when the stream read none before the run ended)."""
+        if artifact_id != live.answer_artifact_id(self.task_id):
+            return []  # not a streamed run's answer
+        artifact = next(
+            (a for a in task.get("artifacts") or () if a.get("artifactId") == artifact_id), None
+        )
+        parts = artifact.get("parts") if isinstance(artifact, dict) else None
+        text = "".join(p.get("text", "") for p in parts or () if isinstance(p, dict))
+        shown = self.shown or ""
+        if len(text) <= len(shown) or not text.startswith(shown):
+            return []
+        n = self.position.live + 1
+        update = {"n": n, "text": text[len(shown) :], "artifact": artifact_id, "reset": not shown}
+        return [
+            Message(i, r) for i, r in live_messages(task, [update], self.dialect, self.position.seq)
+        ]
 
     def pause(self) -> float | None:
         """Seconds to wait for a move; None: send a keep-alive now; 0 after
@@ -290,16 +306,20 @@ def follow(
     follower = Follower(first, dialect, history_length=history_length, after=after)
     del first  # the follower lets it go once it has sent it
     with wakeups.watch(store, follower.task_id) as watch:
+        watch.follow_live()
         yield from follower.opening()
-        while not follower.done and not _stopping.is_set():
-            yield from follower.take(*follower.read(store))
+        moved = True
+        while not follower.done and not stopping.is_set():
+            yield from follower.take(*follower.read_all(store, moved))
             if follower.done:
                 return
             pause = follower.pause()
+            moved = True  # after a keep-alive or a timeout: look again, as ever
             if pause is None:
                 yield None
-            elif not follower.done:
-                watch.wait(pause)
+            elif not follower.done and watch.wait(pause):
+                moved, came = watch.stirred()
+                moved = moved or not came
 
 
 async def afollow(
@@ -325,6 +345,7 @@ async def afollow(
     follower = Follower(first, dialect, history_length=history_length, after=after)
     del first  # the follower lets it go once it has sent it
     with await wakeups.awatch(store, follower.task_id, run_sync) as watch:
+        watch.follow_live()
         if until is not None:
             until.add_done_callback(watch.interrupt)
         message: Message | None  # an idle stream keeps none it sent (None after each)
@@ -332,41 +353,28 @@ async def afollow(
             for message in follower.opening():
                 yield message
             message = None
-            moved = True  # what happened since the caller read the Task
-            while not (follower.done or _stopping.is_set() or _ended(until)):
-                if moved:
-                    for message in follower.take(*await run_sync(follower.read, store)):
+            # What happened since the caller read the Task: it may have moved.
+            moved, came = True, False
+            while not (follower.done or stopping.is_set() or _ended(until)):
+                if moved or came:
+                    # Live updates alone, of a run in this process: read in memory.
+                    found = None if moved else follower.read_here()
+                    if found is None:
+                        found = await run_sync(follower.read_all, store, moved)
+                    for message in follower.take(*found):
                         yield message
                     message = None
                     if follower.done:
                         return
                 pause = follower.pause()
                 if pause is None:
-                    moved = False
+                    moved = came = False
                     yield None
                 elif not follower.done:
-                    moved = await watch.wait_async(pause)
+                    moved = came = False
+                    if await watch.wait_async(pause):
+                        moved, came = watch.stirred()
+                        moved = moved or not came
         finally:
             if until is not None:
                 until.remove_done_callback(watch.interrupt)
-
-
-async def await_settled(
-    store: TaskStore,
-    task: Task,
-    run_sync: Callable[..., Awaitable[Any]],
-    timeout: float | None = None,
-) -> Task:
-    """:func:`wait_settled` for a coroutine (it holds no thread while it waits)."""
-    limit = float(toolnexus_settings.BLOCKING_TIMEOUT if timeout is None else timeout)
-    deadline = time.monotonic() + limit
-    with await wakeups.awatch(store, task["id"], run_sync) as watch:
-        current = await run_sync(store.get, task["id"]) or task
-        while state_of(current) not in SETTLED and not _stopping.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            if await watch.wait_async(remaining):
-                # A move in this process hands over the version it stored.
-                current = watch.news(current) or await run_sync(store.get, task["id"]) or current
-    return current

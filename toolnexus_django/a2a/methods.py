@@ -10,7 +10,7 @@ serving edge's request handler calls each operation: ``serving.handler``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,6 +21,7 @@ from ..stores import TaskStore
 from ..stores.base import Task, state_of
 from . import follow, listing, pushops
 from .dialects import Dialect, render_task, resolve
+from .eventstream import EventStream as EventStream
 from .jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -50,8 +51,11 @@ from .pushconfig import PushConfigs
 class Actions(Protocol):
     """What the wire may ask to change (the serving edge supplies these)."""
 
-    def start(self, message: dict[str, Any], *, owner: str | None, text: str) -> Task:
-        """A new Task for ``message``, saved and scheduled; as saved."""
+    def start(
+        self, message: dict[str, Any], *, owner: str | None, text: str, streamed: bool
+    ) -> Task:
+        """A new Task for ``message``, saved and scheduled; as saved
+        (``streamed``: by a streaming method, so its runs stream)."""
 
     def answer(self, task: Task, message: dict[str, Any], *, owner: str | None) -> Task:
         """Answer the waiting ``task`` with ``message`` as its requester;
@@ -91,45 +95,6 @@ class CallContext:
     #: The extended Agent Card for this caller (``EXTENDED_AGENT_CARD``), or
     #: None where the caller gets none (unauthenticated, or switched off).
     extended_card: Callable[[], dict[str, Any]] | None = None
-
-
-@dataclass
-class EventStream:
-    """A streaming result: the messages of :func:`follow.follow` (a thread
-    waits) or :func:`follow.afollow` (a coroutine waits), each one JSON-RPC
-    result sent as one SSE event; ``None`` asks for a keep-alive comment.
-    ``close()`` must be called however the stream ends (it frees the
-    held-request slot, if it took one)."""
-
-    store: TaskStore
-    first: Task | None  # None once handed to its follower: an idle stream keeps no copy
-    dialect: Dialect
-    history_length: int | None = None
-    after: follow.Position | None = None
-    slot: follow.Slot | None = field(default=None, repr=False)
-
-    def events(self) -> Iterator[follow.Message | None]:
-        return follow.follow(
-            self.store, self._hand_over(), self.dialect,
-            history_length=self.history_length, after=self.after,
-        )  # fmt: skip
-
-    def aevents(
-        self, run_sync: Callable[..., Any], until: Any = None
-    ) -> AsyncGenerator[follow.Message | None, None]:
-        return follow.afollow(
-            self.store, self._hand_over(), self.dialect, run_sync,
-            history_length=self.history_length, after=self.after, until=until,
-        )  # fmt: skip
-
-    def _hand_over(self) -> Task:
-        first, self.first = self.first, None
-        assert first is not None, "this stream is followed already"
-        return first
-
-    def close(self) -> None:
-        if self.slot is not None:
-            self.slot.release()
 
 
 @dataclass
@@ -244,7 +209,7 @@ def _send(params: dict[str, Any], ctx: CallContext, dialect: Dialect, *, streami
         if message.get("taskId") is not None:
             task = continue_task(message, ctx)
         else:
-            task = start_task(message, ctx)
+            task = start_task(message, ctx, streamed=streaming)
         if push is not None:
             # A new Task's notifications start after its submission (its run
             # may already be going); a continued Task's after its answer.
@@ -269,13 +234,13 @@ def _send_result(task: Task, dialect: Dialect, history_length: int | None) -> An
     return {"task": rendered} if dialect is Dialect.V10 else rendered
 
 
-def start_task(message: dict[str, Any], ctx: CallContext) -> Task:
+def start_task(message: dict[str, Any], ctx: CallContext, *, streamed: bool = False) -> Task:
     """A new ``submitted`` Task for ``message``, saved and scheduled; returned
     as saved (not re-read: a fast worker may already have moved it)."""
     text = message_text(message)
     if not text.strip():
         raise RpcError(INVALID_PARAMS, "Invalid params: the message has no text part")
-    return ctx.actions.start(message, owner=ctx.owner, text=text)
+    return ctx.actions.start(message, owner=ctx.owner, text=text, streamed=streamed)
 
 
 def continue_task(message: dict[str, Any], ctx: CallContext) -> Task:

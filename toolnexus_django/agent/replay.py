@@ -30,6 +30,7 @@ from toolnexus import Answer, Request, ToolContext, ToolResult, pending_of
 from ..jsontree import copy_json
 from ..tools.context import CallIdentity, answered_call, calling
 from .hooks import hooks_as_dict
+from .streaming import OnEvent, streamed_run
 from .transcript import Call, Halt, TranscriptError, find_halt
 
 
@@ -119,9 +120,14 @@ async def continue_run(
     request: Request,
     answer: Answer,
     handle: Any = None,
+    on_event: OnEvent | None = None,
 ) -> toolnexus.RunResult:
     """Resume a suspended run with ``answer``; returns the new ``RunResult``
-    (done, pending again, or incomplete). Runs on the runtime's loop."""
+    (done, pending again, or incomplete). Runs on the runtime's loop;
+    ``on_event``: it streams (:mod:`.streaming`), the calls it makes itself
+    (the answered one, the later ones of its turn) told as toolnexus tells
+    its own (``tool_call``, ``tool_result``)."""
+    tell = on_event if on_event is not None else _untold
     if answer.id != request.id:
         raise ResumeError(f"the answer is for {answer.id!r}, not the pending {request.id!r}")
     messages = copy_json(transcript)  # never copy.deepcopy: a stored value may nest past it
@@ -130,39 +136,72 @@ async def continue_run(
     except TranscriptError as exc:
         raise ResumeError(str(exc)) from None
 
-    if answer.ok:
-        # current_run() in the answered call names the answer, its approvers
-        # and the call: its turn and id key an atomic= call's recorded outcome.
-        with answered_call(answer, _identity(halt, halt.halted)):
-            result = await toolkit.execute(
-                halt.halted.name, halt.halted.arguments, ToolContext(answer=answer)
-            )
-        again = pending_of(result)
-        if again is not None and again.id != request.id:
-            # A second, different suspension: the Task waits again, on it.
-            _replace_last(messages, style, _result_entry(style, halt.halted, _placeholder(again)))
-            return _suspended(messages, again, client)
-        if again is not None:
-            # The same request again: never loop on it (as toolnexus's wait_for path does).
-            result = ToolResult(output=f"unresolved: {request.prompt}", is_error=True)
-    else:
-        result = declined_result(request, answer)
+    result, again = await _answered(toolkit, halt, request, answer, tell)
+    if again is not None:
+        # A second, different suspension: the Task waits again, on it.
+        _replace_last(messages, style, _result_entry(style, halt.halted, _placeholder(again)))
+        return _suspended(messages, again, client)
     _replace_last(messages, style, _result_entry(style, halt.halted, result))
 
     for call in halt.later:
         # Made before the run stopped (toolnexus runs a turn's calls at once):
         # an atomic= one returns its recorded outcome instead of running again.
+        _tell_call(tell, call)
         with calling(_identity(halt, call)):
             later = await toolkit.execute(call.name, call.arguments)
         suspension = pending_of(later)
         if suspension is not None:
+            tell({"type": "pending", "request": suspension})
             _append(messages, style, _result_entry(style, call, _placeholder(suspension)))
             return _suspended(messages, suspension, client)
+        _tell_result(tell, call, later)
         _append(messages, style, _result_entry(style, call, later))
 
     # The prompt is never sent: the first turn's messages are replaced.
     cancel = handle.token() if handle is not None else None
-    return await _continuing_client(client, messages).run("", toolkit, cancel=cancel)
+    resumed = _continuing_client(client, messages)
+    if on_event is None:
+        return await resumed.run("", toolkit, cancel=cancel)
+    return await streamed_run(
+        resumed, "", toolkit, history=None, cancel=cancel, on_event=on_event, origin=client
+    )
+
+
+async def _answered(
+    toolkit: toolnexus.Toolkit, halt: Halt, request: Request, answer: Answer, tell: OnEvent
+) -> tuple[ToolResult, Request | None]:
+    """The halted call's result once answered (run again with the answer
+    when ``ok``), or the different Request it suspended on this time."""
+    if not answer.ok:
+        return declined_result(request, answer), None
+    # current_run() in the answered call names the answer, its approvers
+    # and the call: its turn and id key an atomic= call's recorded outcome.
+    _tell_call(tell, halt.halted)
+    with answered_call(answer, _identity(halt, halt.halted)):
+        result = await toolkit.execute(
+            halt.halted.name, halt.halted.arguments, ToolContext(answer=answer)
+        )
+    again = pending_of(result)
+    if again is not None and again.id != request.id:
+        tell({"type": "pending", "request": again})
+        return result, again
+    if again is not None:
+        # The same request again: never loop on it (as toolnexus's wait_for path does).
+        result = ToolResult(output=f"unresolved: {request.prompt}", is_error=True)
+    _tell_result(tell, halt.halted, result)
+    return result, None
+
+
+def _untold(event: dict[str, Any]) -> None:
+    return None
+
+
+def _tell_call(tell: OnEvent, call: Call) -> None:
+    tell({"type": "tool_call", "id": call.id, "name": call.name, "args": call.arguments})
+
+
+def _tell_result(tell: OnEvent, call: Call, result: ToolResult) -> None:
+    tell({"type": "tool_result", "id": call.id, "name": call.name, "is_error": result.is_error})
 
 
 def _identity(halt: Halt, call: Call) -> CallIdentity:

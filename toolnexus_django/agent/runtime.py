@@ -36,6 +36,7 @@ from ..runtime.loop import new_event_loop as new_event_loop
 from ..runtime.registry import PerProcess, Stage
 from ..tools import budgeted
 from .hooks import naming_calls
+from .streaming import OnEvent, streamed_run
 from .transport import AbandonedCall as AbandonedCall  # where it was defined before
 from .transport import BoundedTransport, BudgetedTransport
 
@@ -141,10 +142,14 @@ class AgentRuntime(LoopThread):
         timeout: float | None = None,
         handle: RunHandle | None = None,
         toolkit: Any = None,
+        on_event: OnEvent | None = None,
     ) -> toolnexus.RunResult:
         """:meth:`run` for a coroutine on the runtime's loop; ``toolkit``: the
-        run's view of the process's toolkit (the tools its owner may use)."""
-        return await self.acall(self._agent_run(text, history, handle, toolkit), timeout)
+        run's view of the process's toolkit (the tools its owner may use);
+        ``on_event``: the run streams from the model, each of toolnexus's
+        stream events handed to it (:mod:`.streaming`)."""
+        run = self._agent_run(text, history, handle, toolkit, on_event)
+        return await self.acall(run, timeout)
 
     def run(
         self,
@@ -156,7 +161,7 @@ class AgentRuntime(LoopThread):
     ) -> toolnexus.RunResult:
         """One agent run of ``text`` through the client loop with the toolkit;
         ``handle`` can stop it from another thread."""
-        return self.call(self._agent_run(text, history, handle, None), timeout)
+        return self.call(self._agent_run(text, history, handle, None, None), timeout)
 
     async def _agent_run(
         self,
@@ -164,10 +169,15 @@ class AgentRuntime(LoopThread):
         history: list[dict[str, Any]] | None,
         handle: RunHandle | None,
         toolkit: Any,
+        on_event: OnEvent | None,
     ) -> toolnexus.RunResult:
         assert self.client is not None
         cancel = handle.token() if handle is not None else None
         tools = toolkit if toolkit is not None else self.toolkit
+        if on_event is not None:
+            return await streamed_run(
+                self.client, text, tools, history=history, cancel=cancel, on_event=on_event
+            )
         return await self.client.run(text, tools, history=history, cancel=cancel)
 
 

@@ -1,4 +1,4 @@
-"""The number settings: one rule, and one id, per setting."""
+"""The number (and on/off) settings: one rule, and one id, per setting."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from .sections import seconds, whole
 class Limit:
     code: str
     key: str
-    #: "whole" (an int >= minimum), "seconds" (> 0) or "seconds0" (>= 0).
-    kind: Literal["whole", "seconds", "seconds0"]
+    #: "whole" (an int >= minimum), "seconds" (> 0), "seconds0" (>= 0) or "flag" (a bool).
+    kind: Literal["whole", "seconds", "seconds0", "flag"]
     minimum: int = 1
     nullable: bool = False
     hint: str | None = None
@@ -27,11 +27,15 @@ class Limit:
             return True
         if self.kind == "whole":
             return whole(value, self.minimum)
+        if self.kind == "flag":
+            return isinstance(value, bool)
         return seconds(value, zero=self.kind == "seconds0")
 
     def wanted(self) -> str:
         if self.kind == "whole":
             what = f"a whole number >= {self.minimum}"
+        elif self.kind == "flag":
+            what = "True or False"
         else:
             what = "a number of seconds " + (">= 0" if self.kind == "seconds0" else "> 0")
         return what + (", or None" if self.nullable else "")
@@ -47,6 +51,7 @@ LIMITS: tuple[Limit, ...] = (
     Limit("E407", "MAX_HISTORY_MESSAGES", "whole"),
     Limit("E408", "MAX_MEMORY_MESSAGES", "whole"),
     Limit("E409", "MAX_MODEL_RESPONSE_BYTES", "whole"),
+    Limit("E411", "STREAM_CHUNK_CHARS", "whole"),
     # Below 1024 bytes, ordinary browsers' requests (cookies, user agents) are refused.
     Limit(
         "E410",
@@ -68,6 +73,8 @@ LIMITS: tuple[Limit, ...] = (
     Limit("E431", "EXPIRY_SWEEP_INTERVAL", "seconds0"),
     Limit("E432", "GRACE_SECONDS", "seconds0"),
     Limit("E433", "CREDENTIAL_CACHE_SECONDS", "seconds0"),
+    Limit("E434", "STREAM_CHUNK_SECONDS", "seconds0"),
+    Limit("E435", "STREAM_LIVE_UPDATES", "flag"),
 )
 
 

@@ -75,6 +75,7 @@ PROBLEMS: dict[str, str] = {
     "E408": "MAX_MEMORY_MESSAGES is not a whole number >= 1",
     "E409": "MAX_MODEL_RESPONSE_BYTES is not a whole number >= 1",
     "E410": "MAX_HEADER_BYTES is not a whole number >= 1024",
+    "E411": "STREAM_CHUNK_CHARS is not a whole number >= 1",
     "E420": "RUN_TIMEOUT is not a number of seconds > 0 (or None)",
     "E421": "LEASE_SECONDS is not a number of seconds > 0",
     "E422": "REQUEUE_AFTER is not a number of seconds > 0",
@@ -88,6 +89,8 @@ PROBLEMS: dict[str, str] = {
     "E431": "EXPIRY_SWEEP_INTERVAL is not a number of seconds >= 0",
     "E432": "GRACE_SECONDS is not a number of seconds >= 0",
     "E433": "CREDENTIAL_CACHE_SECONDS is not a number of seconds >= 0",
+    "E434": "STREAM_CHUNK_SECONDS is not a number of seconds >= 0",
+    "E435": "STREAM_LIVE_UPDATES is not True or False",
     # review.py
     "E500": "REVIEW is not a dict",
     "E501": "REVIEW has an unknown key",

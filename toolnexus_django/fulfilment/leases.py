@@ -72,6 +72,8 @@ class RunningRun:
         self.lock = threading.Lock()
         self.lost = False
         self.done = False  # its last move is made
+        #: Its live updates are in the store: forget them with its last move.
+        self.forget_live = False
         self.due = time.monotonic() + lease_seconds() / 3
 
     @property

@@ -28,9 +28,9 @@ from ..conf import toolnexus_settings
 from ..lifecycle import states
 from ..stores import TaskStore, get_task_store
 from ..stores.base import state_of
+from .announcing import announce
 from .jobs import schedule_fulfilment, schedule_resume
 from .leases import keeper, lease_expired, lease_seconds
-from .runner import announce
 from .runs import runs
 
 logger = logging.getLogger("toolnexus_django.fulfilment")

@@ -14,9 +14,7 @@ outcome is dropped.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
-import queue
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
@@ -32,14 +30,17 @@ from ..agent.runtime import RunHandle, get_runtime
 from ..agent.transcript import halted_tool
 from ..conf import toolnexus_settings
 from ..lifecycle import states
+from ..lifecycle.private import seq_of
 from ..runtime.outages import log_exception
-from ..signals import awaiting_human, run_finished
 from ..stores import TaskStore, get_task_store
 from ..stores.base import Task, state_of
 from ..tools.context import running
 from ..tools.offered import prepare_run
+from .announcing import announce
+from .callerthread import CallerThread
 from .failures import Failure, failure_of, log_failure
 from .leases import RunningRun, keeper, lease_seconds, worker_id
+from .progress import RunProgress
 
 logger = logging.getLogger("toolnexus_django.fulfilment")
 
@@ -50,7 +51,7 @@ OUTAGE_PATIENCE = 60.0
 
 #: Where a run does its database work: ``await db(fn, *args)``.
 Db = Callable[..., Awaitable[Any]]
-Work = Callable[[RunHandle], Awaitable[tuple[Any, str]]]
+Work = Callable[[RunHandle, "RunProgress | None"], Awaitable[tuple[Any, str]]]
 
 
 async def fulfil(task_id: str, store: TaskStore, db: Db, *, known: Task | None = None) -> str:
@@ -73,7 +74,7 @@ async def fulfil(task_id: str, store: TaskStore, db: Db, *, known: Task | None =
         return state_of(await db(store.get, task_id))
     claimed = moved.task
 
-    async def work(handle: RunHandle) -> tuple[Any, str]:
+    async def work(handle: RunHandle, progress: RunProgress | None) -> tuple[Any, str]:
         if isinstance(prepared, Exception):
             raise prepared  # recorded as the run's failure
         history, run, toolkit = prepared
@@ -84,6 +85,7 @@ async def fulfil(task_id: str, store: TaskStore, db: Db, *, known: Task | None =
                 timeout=toolnexus_settings.RUN_TIMEOUT,
                 handle=handle,
                 toolkit=toolkit,
+                on_event=progress.take if progress is not None else None,
             )
         return result, getattr(runtime.client, "style", "openai")
 
@@ -118,7 +120,7 @@ async def resume(task_id: str, store: TaskStore, db: Db) -> str:
         return state_of(await db(store.get, task_id))
     private = lifecycle.read(moved.task)
 
-    async def work(handle: RunHandle) -> tuple[Any, str]:
+    async def work(handle: RunHandle, progress: RunProgress | None) -> tuple[Any, str]:
         style = private.style or "openai"
         runtime = get_runtime()
         assert runtime.client is not None and runtime.toolkit is not None
@@ -141,6 +143,7 @@ async def resume(task_id: str, store: TaskStore, db: Db) -> str:
                     request=Request(**(private.pending or {})),
                     answer=answer,
                     handle=handle,
+                    on_event=progress.take if progress is not None else None,
                 ),
                 timeout=toolnexus_settings.RUN_TIMEOUT,
             )
@@ -185,18 +188,26 @@ async def _run(store: TaskStore, claimed: Task, work: Work, db: Db) -> str:
     result: Any = None
     style = "openai"
     failure: Failure | None = None
+    # Someone streams the Task: the run streams from the model (:mod:`.progress`).
+    progress = None
+    if lifecycle.read(claimed).streamed:
+        progress = RunProgress(store, claimed["id"], seq_of(claimed), db)
     try:
         try:
-            result, style = await work(handle)
+            result, style = await work(handle, progress)
         except Exception as exc:
             failure = failure_of(exc)  # words on the wire; the exception in the log
             log_failure(logger, claimed["id"], failure, exc)
+        if progress is not None:
+            await progress.finish()
         # Still registered while the outcome is written (which may wait out a
         # database outage): its lease keeps being renewed and this process's
         # own sweep never takes the Task for a dead worker's.
-        return await record_outcome(run, result, style, failure, db)
+        return await record_outcome(run, result, style, failure, db, progress)
     finally:
         lease_keeper.remove(run)
+        if progress is not None:
+            progress.close()
 
 
 def remember(task: Task, result: Any) -> None:
@@ -213,33 +224,6 @@ def remember(task: Task, result: Any) -> None:
 
 
 # -- from a Django Tasks worker --------------------------------------------------------------
-
-
-class CallerThread:
-    """A run's database work, done on the thread that waits for the run: a
-    Django Tasks worker's own thread (and connection, and transaction — the
-    immediate backend runs inside the request's)."""
-
-    def __init__(self) -> None:
-        self._work: queue.SimpleQueue[Any] = queue.SimpleQueue()
-
-    async def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._work.put((future, fn, args, kwargs))
-        return await asyncio.wrap_future(future)
-
-    def serve(self, outer: concurrent.futures.Future[Any]) -> Any:
-        """Do the work handed over until ``outer`` (the run) is done; its result."""
-        outer.add_done_callback(lambda _: self._work.put(None))
-        while (item := self._work.get()) is not None:
-            future, fn, args, kwargs = item
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn(*args, **kwargs))
-                except BaseException as exc:  # handed to the run that asked
-                    future.set_exception(exc)
-            del item, future
-        return outer.result()
 
 
 def _from_this_thread(
@@ -295,8 +279,12 @@ def halted_tool_of(transcript: Any, style: str) -> Any:
     return toolkit.get(name) if toolkit is not None and name else None
 
 
-def outcome_move(result: Any, style: str, failure: Failure | None) -> Callable[..., Any]:
-    """The lifecycle move a finished run makes from the Task's version."""
+def outcome_move(
+    result: Any, style: str, failure: Failure | None, progress: RunProgress | None = None
+) -> Callable[..., Any]:
+    """The lifecycle move a finished run makes from the Task's version
+    (``progress``: a streamed run's, whose artifact id and first chunk it keeps)."""
+    first_text_ms = progress.first_text_ms if progress is not None else None
     if failure is not None:
         return lambda store, task: lifecycle.fail(
             store, task, failure.reason, detail=failure.detail
@@ -304,24 +292,35 @@ def outcome_move(result: Any, style: str, failure: Failure | None) -> Callable[.
     if result.status == "pending" and result.pending is not None:
         tool = halted_tool_of(result.messages, style)
         return lambda store, task: lifecycle.suspend(
-            store, task, result.pending, transcript=result.messages, style=style, tool=tool
-        )
+            store, task, result.pending, transcript=result.messages, style=style, tool=tool,
+            usage=dict(result.usage or {}), turns=result.turns, first_text_ms=first_text_ms,
+        )  # fmt: skip
     if result.status == "incomplete":
         reason = f"The run stopped at its {result.limit or 'turn'} limit without a final answer"
         return lambda store, task: lifecycle.fail(store, task, reason)
     usage = dict(result.usage or {})
+    artifact_id = progress.artifact_id if progress is not None else None
     return lambda store, task: lifecycle.complete(
-        store, task, result.text or "", usage=usage, turns=result.turns
-    )
+        store, task, result.text or "", usage=usage, turns=result.turns,
+        artifact_id=artifact_id, first_text_ms=first_text_ms,
+    )  # fmt: skip
 
 
 async def record_outcome(
-    run: RunningRun, result: Any, style: str, failure: Failure | None, db: Db
+    run: RunningRun,
+    result: Any,
+    style: str,
+    failure: Failure | None,
+    db: Db,
+    progress: RunProgress | None = None,
 ) -> str:
     """Move the run's Task to its outcome (if the Task changed meanwhile —
-    canceled, say — that change stands) and announce it."""
+    canceled, say — that change stands) and announce it; a streamed run's
+    live updates are forgotten with it (its event says it all)."""
     task_id = run.task_id
-    move = outcome_move(result, style, failure)
+    move = outcome_move(result, style, failure, progress)
+    if progress is not None and progress.saved:
+        run.forget_live = True
     try:
         moved = await _riding_out_outages(run, move, result, db)
     except (OperationalError, InterfaceError):
@@ -359,6 +358,8 @@ def _conclude(run: RunningRun, move: Callable[..., Any], result: Any) -> Any:
     if moved is not None:
         announce(moved.task, result)
         remember(moved.task, result)
+    if run.forget_live:
+        run.store.drop_live_updates(run.task_id)
     return moved
 
 
@@ -379,20 +380,3 @@ async def _riding_out_outages(
             # Never wait longer than a renewal period: when the database is
             # back, this write must beat other workers' recovery.
             pause = min(pause * 2, max(0.2, lease_seconds() / 3))
-
-
-def announce(task: Task, result: Any) -> None:
-    """The signals of a finished run (``run_finished``, ``awaiting_human``)."""
-    state = state_of(task)
-    public = lifecycle.public_task(task)
-    responses = run_finished.send_robust(
-        sender=run_finished, task_id=task["id"], state=state, task=public, result=result
-    )
-    if state in states.AWAITING_HUMAN:
-        request = lifecycle.read(task).pending
-        responses += awaiting_human.send_robust(
-            sender=awaiting_human, task_id=task["id"], task=public, request=request
-        )
-    for receiver, response in responses:
-        if isinstance(response, Exception):
-            logger.error("signal receiver %r raised %r", receiver, response)

@@ -41,6 +41,7 @@ from ..conf import setting_name, toolnexus_settings
 from ..runtime.outages import first_line, log_exception
 from ..runtime.registry import PerProcess, Stage
 from ..stores import DjangoTaskStore, TaskStore
+from .payloads import parse_live_payload, parse_payload
 
 if TYPE_CHECKING:  # psycopg 3 is the "postgres" extra: imported where it is used
     import psycopg
@@ -70,15 +71,6 @@ CONNECT_DEFAULTS: dict[str, Any] = {
 #: psycopg.connect keywords in Django's parameters that are the ORM's (adapters, cursors).
 _ORM_ONLY = ("cursor_factory", "context", "prepare_threshold")
 WHERE = setting_name("EVENT_LISTENER")
-
-
-def parse_payload(payload: str) -> tuple[str, int] | None:
-    """``"<task id>:<seq>"`` -> ``(task id, seq)``; None for anything else (a
-    probe). A Task id may hold ``:``: the seq is what follows the last one."""
-    task_id, colon, seq = payload.rpartition(":")
-    if not colon or not task_id or not (seq.isascii() and seq.isdigit()):
-        return None
-    return task_id, int(seq)
 
 
 def listened_alias(store: TaskStore) -> str | None:
@@ -150,11 +142,16 @@ class Listener:
     """One thread holding one listening connection (see the module's docstring)."""
 
     def __init__(
-        self, target: ListenTarget, heard: Callable[[str, int], None], changed: Callable[[], None]
+        self,
+        target: ListenTarget,
+        heard: Callable[[str, int], None],
+        changed: Callable[[], None],
+        heard_live: Callable[[str, int, int], None] | None = None,
     ) -> None:
         self.target = target
         self._heard = heard
         self._changed = changed
+        self._heard_live = heard_live
         #: Connected, listening, and the probe came back: notifications arrive.
         self.healthy = False
         #: The probe never came back: this process polls (until the settings change).
@@ -265,6 +262,8 @@ class Listener:
         parsed = parse_payload(payload)
         if parsed is not None:
             self._heard(*parsed)
+        elif self._heard_live is not None and (live := parse_live_payload(payload)) is not None:
+            self._heard_live(*live)
 
     def _set(self, healthy: bool) -> None:
         if healthy != self.healthy:
@@ -293,7 +292,11 @@ class Listening:
         self._off: str | None = None
 
     def ensure(
-        self, alias: str, heard: Callable[[str, int], None], changed: Callable[[], None]
+        self,
+        alias: str,
+        heard: Callable[[str, int], None],
+        changed: Callable[[], None],
+        heard_live: Callable[[str, int, int], None] | None = None,
     ) -> None:
         """Listen for the moves of ``alias`` unless a listener runs already
         (one per process), one was refused, or EVENT_LISTENER says not to."""
@@ -316,7 +319,7 @@ class Listening:
                 return
             if target is None:
                 return
-            self._current = Listener(target, heard, changed)
+            self._current = Listener(target, heard, changed, heard_live)
             self._current.start()
 
     def current(self) -> Listener | None:
@@ -353,10 +356,16 @@ _listening = PerProcess(
 )
 
 
-def listen(alias: str, heard: Callable[[str, int], None], changed: Callable[[], None]) -> None:
+def listen(
+    alias: str,
+    heard: Callable[[str, int], None],
+    changed: Callable[[], None],
+    heard_live: Callable[[str, int, int], None] | None = None,
+) -> None:
     """Have this process listen for the moves of ``alias`` (see :meth:`Listening.ensure`):
-    ``heard(task id, seq)`` for each, ``changed()`` when it connects or loses its connection."""
-    _listening.get().ensure(alias, heard, changed)
+    ``heard(task id, seq)`` for each, ``changed()`` when it connects or loses its
+    connection, ``heard_live(task id, seq, last)`` for each batch of a run's live updates."""
+    _listening.get().ensure(alias, heard, changed, heard_live)
 
 
 def active() -> Listener | None:

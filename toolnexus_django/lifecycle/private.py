@@ -39,7 +39,12 @@ attempts       runs started, in all; ``segment_attempts``: in the    claim, resu
                end (a suspension) starts a new segment
 seq            the number of the Task's last event                   every move
 error          why it failed                                         fail
-usage, turns   what the finished run used                            complete
+usage, turns   what the last run used (to its end, or its            complete,
+               suspension)                                           suspend
+first_text_ms  milliseconds from the start of the last run to its    complete,
+               first chunk of text (a streamed run)                  suspend
+streamed       someone streams the Task: its runs stream from the    submit
+               model and keep their live updates (:mod:`.live`)
 revision       guarded transitions so far (compare-and-set)          stores
 events         the Task's events, where the store keeps them inline  stores
 =============  ====================================================  =========
@@ -87,6 +92,8 @@ _KNOWN = (
     "error",
     "usage",
     "turns",
+    "first_text_ms",
+    "streamed",
 )
 
 
@@ -122,6 +129,9 @@ class Private:
     error: str | None = None
     usage: dict[str, Any] | None = None
     turns: int | None = None
+    first_text_ms: int | None = None
+    #: Sent by a streaming method: its runs stream (:mod:`.live`).
+    streamed: bool = False
     #: Who sent which messageId (idempotent sends: a repeat returns this Task).
     message_key: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -206,6 +216,8 @@ def read(task: Task | None) -> Private:
         error=raw.get("error") if isinstance(raw.get("error"), str) else None,
         usage=raw.get("usage") if isinstance(raw.get("usage"), dict) else None,
         turns=raw.get("turns") if isinstance(raw.get("turns"), int) else None,
+        first_text_ms=raw["first_text_ms"] if isinstance(raw.get("first_text_ms"), int) else None,
+        streamed=raw.get("streamed") is True,
         message_key=raw.get("message_key") if isinstance(raw.get("message_key"), str) else None,
         extra={k: copy_json(v) for k, v in raw.items() if k not in _KNOWN},
     )
@@ -222,7 +234,7 @@ def write(task: Task, private: Private) -> None:
         "pending", "transcript", "style", "halt", "review", "reviewed", "answer",
         "approved_by", "worker",
         "error",
-        "usage", "turns", "message_key",
+        "usage", "turns", "first_text_ms", "message_key",
     ):  # fmt: skip
         value = getattr(private, key)
         if value is not None:
@@ -232,6 +244,8 @@ def write(task: Task, private: Private) -> None:
     out["attempts"] = private.attempts
     out["segment_attempts"] = private.segment_attempts
     out["seq"] = private.seq
+    if private.streamed:
+        out["streamed"] = True
     task[PRIVATE_KEY] = out
 
 

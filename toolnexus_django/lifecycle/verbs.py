@@ -46,13 +46,20 @@ logger = logging.getLogger("toolnexus_django.lifecycle")
 
 
 def submit(
-    store: TaskStore, message: dict[str, Any], *, owner: str | None, text: str, via: str = "a2a"
+    store: TaskStore,
+    message: dict[str, Any],
+    *,
+    owner: str | None,
+    text: str,
+    via: str = "a2a",
+    streamed: bool = False,
 ) -> Moved:
     """A ``submitted`` Task for an incoming user message, stored with its
     first event; returned as stored (a fast worker may already move it).
     Raises :class:`~toolnexus_django.stores.DuplicateMessage` when ``owner``
     already started a Task with this ``messageId`` within
-    ``IDEMPOTENCY_WINDOW``: a repeated send makes no second Task."""
+    ``IDEMPOTENCY_WINDOW``: a repeated send makes no second Task.
+    ``streamed``: sent by a streaming method (its runs stream: :mod:`.live`)."""
     tid = new_id()
     context_id = message.get("contextId")
     new_context = not isinstance(context_id, str) or not context_id
@@ -63,6 +70,7 @@ def submit(
     task["history"] = [user_message(message, task=task)]
     private = Private(owner=owner, input_text=text, phase=states.QUEUED, seq=1)
     private.new_context = new_context
+    private.streamed = streamed and toolnexus_settings.STREAM_LIVE_UPDATES is True
     if toolnexus_settings.IDEMPOTENCY_WINDOW != 0:
         private.message_key = message_key(owner, message.get("messageId"))
     write(task, private)
@@ -137,6 +145,9 @@ def suspend(
     transcript: list[dict[str, Any]],
     style: str,
     tool: Any = None,
+    usage: dict[str, Any] | None = None,
+    turns: int | None = None,
+    first_text_ms: int | None = None,
 ) -> Moved | None:
     """The run stopped on a toolnexus pending Request: ``input-required``
     (``auth-required`` for kind ``authorization``) with the prompt and what an
@@ -158,6 +169,8 @@ def suspend(
     private.phase, private.lease, private.answer = states.WAITING, None, None
     private.approved_by = None
     private.pending = req
+    # The run record: what this run (up to its suspension) used.
+    private.usage, private.turns, private.first_text_ms = usage, turns, first_text_ms
     # Each message's text bounded; never trimmed in count (resume needs the halt).
     private.transcript = bound_transcript(
         transcript, max_messages=len(transcript), max_chars=max_output_chars()
@@ -198,19 +211,23 @@ def complete(
     *,
     usage: dict[str, Any] | None = None,
     turns: int | None = None,
+    artifact_id: str | None = None,
+    first_text_ms: int | None = None,
 ) -> Moved | None:
     """Done: the run's final text (cut at MAX_OUTPUT_CHARS) is the Task's
-    artifact and the last message of its history."""
+    artifact (``artifact_id``: the one its streamed chunks named) and the
+    last message of its history."""
     new, private = begin(task, "complete")
     text = cut_text(text, max_output_chars())
     set_status(new, states.COMPLETED)
-    artifact_id = new_id()
+    artifact_id = artifact_id or new_id()
     new["artifacts"] = [{"artifactId": artifact_id, "name": "result", "parts": [text_part(text)]}]
     append_history(new, agent_message(text, task=new))
     worker = private.lease.owner if private.lease else ""
     private.drop_suspension()
     private.end_segment()
     private.phase, private.lease, private.usage, private.turns = states.DONE, None, usage, turns
+    private.first_text_ms = first_text_ms
     return commit(
         store, task, new, private, "complete", actor=worker, actor_kind=WORKER, via="worker",
         artifacts=(artifact_id,),

@@ -54,6 +54,9 @@ class Hub:
         self._stores: dict[int, TaskStore] = {}
         self._seen: dict[str, int] = {}
         self._cursors: dict[int, Any] = {}
+        # Streams following live updates, and where each store's updates stand.
+        self._live_watches = 0
+        self._live_cursors: dict[int, Any] = {}
         self._poller: threading.Thread | None = None
         # Set to have the poller beat at once (the listener connected, or was lost).
         self._kick = threading.Event()
@@ -104,6 +107,17 @@ class Hub:
         for watch in watchers:
             watch._wake(task, seq)
 
+    def live(self, task_id: str) -> None:
+        """``task_id``'s run has new live updates: wake the streams that follow them."""
+        with self._lock:
+            watchers = list(self._watches.get(task_id, ())) if self._live_watches else ()
+        for watch in watchers:
+            watch._wake_live()
+
+    def count_live(self, delta: int) -> None:
+        with self._lock:
+            self._live_watches = max(0, self._live_watches + delta)
+
     def wake_all(self) -> None:
         """Wake every watcher (a server stopping ends its waits)."""
         with self._lock:
@@ -151,11 +165,14 @@ class Hub:
         for store in stores:
             alias = listener.listened_alias(store)
             if alias is not None:
-                listener.listen(alias, self._heard, self.kick)
+                listener.listen(alias, self._heard, self.kick, self._heard_live)
                 return
 
     def _heard(self, task_id: str, seq: int) -> None:
         self.notify(task_id, seq=seq)
+
+    def _heard_live(self, task_id: str, seq: int, last: int) -> None:
+        self.live(task_id)
 
     def _next_beat(self) -> None:
         """Wait for the next beat: ``EVENT_POLL_INTERVAL``, stretched to
@@ -188,14 +205,36 @@ class Hub:
             if not self._watches:
                 self._poller = None
                 self._cursors.clear()
+                self._live_cursors.clear()
                 self._stores.clear()
                 return False
             stores = list(self._stores.values())
             watched = set(self._watches)
+            live = self._live_watches > 0
         for store in stores:
             for task_id, seq in self._moved_in(store, watched).items():
                 self.notify(task_id, seq=seq)
+            if live and store.keeps_live_updates and not self._heard_from(store):
+                for task_id in self._live_in(store, watched):
+                    self.live(task_id)
         return True
+
+    @staticmethod
+    def _heard_from(store: TaskStore) -> bool:
+        """Whether this process's listener hears ``store``'s rows as they commit."""
+        alias = listener.heard_alias()
+        return alias is not None and listener.listened_alias(store) == alias
+
+    def _live_in(self, store: TaskStore, watched: set[str]) -> set[str]:
+        """The watched Tasks with live updates since the last look (the
+        first look only learns where the store's updates stand)."""
+        key = id(store)
+        cursor = self._live_cursors.get(key)
+        changes = store.live_changes_since(cursor)
+        if changes is None:
+            return set()
+        self._live_cursors[key] = changes[0]
+        return set() if cursor is None else changes[1].keys() & watched
 
     def _moved_in(self, store: TaskStore, watched: set[str]) -> dict[str, int | None]:
         """The watched Tasks that moved, each with its newest event's seq

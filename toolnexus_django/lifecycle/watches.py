@@ -40,6 +40,7 @@ class Watch:
         "_known_seq",
         "_latest",
         "_latest_seq",
+        "_live",
         "_lock",
         "_moved",
         "_unknown",
@@ -71,6 +72,8 @@ class Watch:
         # The highest seq a local move handed over (news() keeps it): the
         # poller's report of an event up to it is this process's own move.
         self._known_seq = -1
+        #: Live updates (:mod:`.live`): 0 not followed, 1 followed, 2 some came.
+        self._live = 0
 
     def wait(self, timeout: float | None) -> bool:
         """From a thread: block until the Task moves (or ``timeout``)."""
@@ -115,6 +118,33 @@ class Watch:
                 self._moved.clear()
         return woken
 
+    def follow_live(self) -> None:
+        """Be woken by the Task's live updates too (a stream; never a blocking send)."""
+        self._live = 1
+        self.hub.count_live(+1)
+
+    def stirred(self) -> tuple[bool, bool]:
+        """(whether the Task moved, whether live updates came) since the
+        last call: what a stream must read after a wait."""
+        with self._lock:
+            moved = self._latest is not None or self._unknown or self._elsewhere_seq >= 0
+            live = self._live == 2
+            self._latest, self._latest_seq, self._unknown = None, -1, False
+            self._elsewhere_seq = -1
+            if live:
+                self._live = 1
+        return moved, live
+
+    def _wake_live(self) -> None:
+        """Live updates came (a no-op unless :meth:`follow_live`)."""
+        with self._lock:
+            if self._live == 0:
+                return
+            self._live = 2
+            self._woken = True
+            moved, waiter = self._moved, self._waiter
+        self._rouse(moved, waiter)
+
     def interrupt(self, *_: object) -> None:
         """End a coroutine's wait now, and every later one at once, as if
         they timed out (the waiter's client went away). From the waiter's
@@ -158,6 +188,13 @@ class Watch:
                 self._unknown = True
             self._woken = True
             moved, waiter = self._moved, self._waiter
+        self._rouse(moved, waiter)
+
+    @staticmethod
+    def _rouse(
+        moved: threading.Event | None,
+        waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None,
+    ) -> None:
         if moved is not None:
             moved.set()
         if waiter is not None:
@@ -167,6 +204,9 @@ class Watch:
                 pass
 
     def close(self) -> None:
+        if self._live:
+            self._live = 0
+            self.hub.count_live(-1)
         self.hub.unwatch(self)
 
     def __enter__(self) -> Watch:

@@ -1,9 +1,11 @@
 """The app's database rows, one module per part: a Task's (:mod:`.tasks`),
 push notifications' (:mod:`.push`), the MCP audit's (:mod:`.mcp`) and the
-recorded outcomes of ``atomic=`` tool calls (:mod:`.toolcalls`)."""
+recorded outcomes of ``atomic=`` tool calls (:mod:`.toolcalls`) and the live
+updates of running Tasks (:mod:`.live`)."""
 
 # The state sets, importable from here as when this was one module.
 from ..stores.base import AWAITING_HUMAN_STATES, DECISION_KINDS, TERMINAL_STATES
+from .live import TaskLiveUpdate
 from .mcp import McpCall
 from .push import PushConfig, PushDelivery
 from .tasks import (
@@ -34,6 +36,7 @@ __all__ = [
     "PushDelivery",
     "TaskDecision",
     "TaskEvent",
+    "TaskLiveUpdate",
     "TaskRecord",
     "TaskRecordQuerySet",
     "TaskState",

@@ -128,9 +128,14 @@ class EndpointActions:
     def __init__(self, store: TaskStore) -> None:
         self.store = store
 
-    def start(self, message: dict[str, Any], *, owner: str | None, text: str) -> Task:
+    def start(
+        self, message: dict[str, Any], *, owner: str | None, text: str, streamed: bool = False
+    ) -> Task:
         try:
-            task = lifecycle.submit(self.store, message, owner=owner, text=text).task
+            submitted = lifecycle.submit(
+                self.store, message, owner=owner, text=text, streamed=streamed
+            )
+            task = submitted.task
         except DuplicateMessage as repeat:
             # A retry of a send that already started a Task: that Task, no second run.
             existing = self.store.get(repeat.task_id)

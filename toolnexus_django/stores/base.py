@@ -233,6 +233,31 @@ class TaskStore(ABC):
         Tasks it watches)."""
         return None
 
+    #: Whether the store keeps a running Task's live updates (its answer as
+    #: it is written, its tool calls) for streams served by other processes
+    #: (:mod:`toolnexus_django.lifecycle.live`). Without: only the process
+    #: that runs the Task streams them; elsewhere a stream shows the moves.
+    keeps_live_updates = False
+
+    def add_live_updates(self, task_id: str, seq: int, items: list[dict[str, Any]]) -> None:
+        """Keep ``items`` (numbered by their ``n``) of the run that started
+        at event ``seq``. Only called when :attr:`keeps_live_updates`."""
+        raise NotImplementedError
+
+    def live_updates(self, task_id: str, seq: int, after: int = 0) -> list[dict[str, Any]]:
+        """The kept updates of the run that started at event ``seq``
+        numbered above ``after``, in order."""
+        return []
+
+    def live_changes_since(self, cursor: Any) -> tuple[Any, dict[str, tuple[int, int]]] | None:
+        """As :meth:`changes_since`, for live updates: ``(new cursor, {Task
+        id: (seq, the newest update's number)})``; None when it keeps none."""
+        return None
+
+    def drop_live_updates(self, task_id: str) -> None:
+        """Forget the Task's live updates (its run ended: its event says it all)."""
+        return None
+
     def waiting_ids(self, expired_by: datetime | None = None) -> Iterable[str]:
         """Ids of Tasks waiting on a person — only those whose pending Request
         expired at or before ``expired_by`` when it is given. Used by the

@@ -34,6 +34,7 @@ from .base import (
     state_of,
     task_id_of,
 )
+from .liverows import DatabaseLiveUpdates
 
 #: Databases on which migration 0005's trigger copies each move's event.
 TRIGGER_VENDORS = frozenset({"postgresql", "sqlite"})
@@ -93,7 +94,7 @@ def _valid_id(id: Any) -> bool:
     return isinstance(id, str) and 0 < len(id) <= MAX_ID_LENGTH and "\x00" not in id
 
 
-class DjangoTaskStore(TaskStore):
+class DjangoTaskStore(DatabaseLiveUpdates, TaskStore):
     """Rows in the ``TaskRecord`` table of database ``using``.
 
     ``save`` is one upsert (``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` the

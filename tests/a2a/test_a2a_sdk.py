@@ -45,6 +45,7 @@ from a2a.utils.errors import (
 
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
 from tests.servers import fake_env, free_port, serve
+from tests.sse import split
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -328,9 +329,12 @@ def test_streaming_to_the_final_event(agent: Agent) -> None:
                 events: list[StreamResponse] = [
                     e async for e in client.send_message(request(f"stream via {transport}"))
                 ]
+                # Between the moves, the run's live updates (the answer as it is written).
+                streamed = split(events)
+                streamed.assert_answer_streamed(required=True)
                 assert events[0].HasField("task")
                 assert events[0].task.status.state == TaskState.TASK_STATE_SUBMITTED
-                artifacts = [e for e in events if e.HasField("artifact_update")]
+                artifacts = [e for e in streamed.moves if e.HasField("artifact_update")]
                 assert [p.text for p in artifacts[0].artifact_update.artifact.parts] == [
                     f"streamed over {transport}"
                 ]

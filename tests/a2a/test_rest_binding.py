@@ -14,7 +14,7 @@ import httpx
 
 from tests.conftest import RpcClient, basic, http
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
-from tests.sse import SseStream
+from tests.sse import SseStream, ordinal, split
 
 V1 = {"A2A-Version": "1.0"}
 BASIC_ONLY = {
@@ -189,16 +189,20 @@ def test_streams_are_sse_of_stream_responses_and_resume_by_last_event_id(
         events = SseStream(response, time.monotonic() + 20).rest()
     # Bare StreamResponse objects (no JSON-RPC envelope), each with an id.
     assert "task" in events[0]["data"] and "jsonrpc" not in events[0]["data"]
+    # Between the moves, the run's live updates (the answer as it is written).
+    streamed = split(events)
+    moves = streamed.moves
     states = [
-        e["data"]["statusUpdate"]["status"]["state"] for e in events if "statusUpdate" in e["data"]
+        e["data"]["statusUpdate"]["status"]["state"] for e in moves if "statusUpdate" in e["data"]
     ]
     assert states == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
-    assert any(e["data"].get("artifactUpdate") for e in events)
+    assert any(e["data"].get("artifactUpdate") for e in moves)
     assert all(e["id"] for e in events[1:])
+    streamed.assert_answer_streamed(required=True)
     task_id = events[0]["data"]["task"]["id"]
 
     # A reconnect after the first status update replays exactly what followed.
-    first_update = next(e for e in events if "statusUpdate" in e["data"])
+    first_update = next(e for e in moves if "statusUpdate" in e["data"])
     client, request = stream(
         agent_url + f"tasks/{task_id}:subscribe",
         "GET",
@@ -207,7 +211,12 @@ def test_streams_are_sse_of_stream_responses_and_resume_by_last_event_id(
     with client, request as response:
         again = SseStream(response, time.monotonic() + 20).rest()
     later = events[events.index(first_update) + 1 :]
-    assert [e["data"] for e in again] == [e["data"] for e in later]
+    # Every move that followed, with its id; nothing from before the id. (The
+    # run is over: its live updates are gone, its final artifact has the answer.)
+    assert [(e["id"], e["data"]) for e in split(again).moves] == [
+        (e["id"], e["data"]) for e in split(later).moves
+    ]
+    assert all(ordinal(e["id"]) > ordinal(first_update["id"]) for e in again)
 
     # Subscribing to a finished Task without an id: refused before any stream starts.
     client, request = stream(agent_url + f"tasks/{task_id}:subscribe", "POST")

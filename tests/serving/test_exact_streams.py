@@ -1,6 +1,11 @@
 """Streams deliver every transition of a Task, in order, each with an SSE id;
 a client that reconnects with ``Last-Event-ID`` gets exactly what it missed,
-then the live events — also across processes and with the run on a db_worker."""
+then the live events — also across processes and with the run on a db_worker.
+
+A streamed run's stream also shows live updates between its moves (chunks of
+the answer, tool calls: toolnexus_django/a2a/liveevents.py); :func:`split`
+sets them apart, and what these tests assert of the moves is what they always
+asserted."""
 
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from django.urls import reverse
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Hang, Text
 from tests.servers import ROOT, database_url, fake_env, serve
-from tests.sse import open_stream
+from tests.sse import open_stream, ordinal, split
 from tests.utils import events_of, pending_id, private_of
 from toolnexus_django.stores import DjangoTaskStore
 
@@ -80,12 +85,6 @@ def v03_seen(events: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def ordinal(event_id: str) -> tuple[int, int]:
-    """An SSE id as a sortable pair: "7" -> (7, 0); "6.1" -> (6, 1)."""
-    seq, _, k = event_id.partition(".")
-    return int(seq), int(k or 0)
-
-
 def assert_increasing(events: list[dict[str, Any]]) -> None:
     ids = [ordinal(e["id"]) for e in events]
     assert ids == sorted(ids) and len(set(ids)) == len(ids), ids
@@ -126,13 +125,15 @@ def follow_in_thread(
 def test_a_run_streams_submitted_working_artifact_completed(agent_url: str, configure: Any) -> None:
     configure(None)  # the demo's offline model answers at once
     events = stream(agent_url, "SendStreamingMessage", {"message": v1_message(SUMMARY)}, headers=V1)
-    assert v1_seen(events) == [
+    streamed = split(events)
+    assert v1_seen(streamed.moves) == [
         "task:TASK_STATE_SUBMITTED",
         "status:TASK_STATE_WORKING",
         "artifact",
         "status:TASK_STATE_COMPLETED",
     ]
-    assert [e["id"] for e in events] == ["1", "2", "2.1", "3"]
+    assert [e["id"] for e in streamed.moves] == ["1", "2", "2.1", "3"]
+    streamed.assert_answer_streamed(required=True)  # the demo writes word by word
     task_id = events[0]["data"]["result"]["task"]["id"]
     assert [e["seq"] for e in events_of(task_id, DjangoTaskStore())] == [1, 2, 3]
 
@@ -140,13 +141,15 @@ def test_a_run_streams_submitted_working_artifact_completed(agent_url: str, conf
 def test_v03_streams_the_same_with_kinds_and_final_flags(agent_url: str, configure: Any) -> None:
     configure(None)
     events = stream(agent_url, "message/stream", {"message": v03_message(SUMMARY)})
-    assert v03_seen(events) == [
+    streamed = split(events)
+    assert v03_seen(streamed.moves) == [
         "task:submitted",
         "status:working",
         "artifact",
         "status:completed final",
     ]
     assert_increasing(events)
+    streamed.assert_answer_streamed(required=True)
 
 
 def test_an_expense_streams_to_input_required_and_a_reviewers_answer_is_replayed(
@@ -154,7 +157,7 @@ def test_an_expense_streams_to_input_required_and_a_reviewers_answer_is_replayed
 ) -> None:
     configure(None)
     events = stream(agent_url, "SendStreamingMessage", {"message": v1_message(EXPENSE)}, headers=V1)
-    assert v1_seen(events) == [
+    assert v1_seen(split(events).moves) == [
         "task:TASK_STATE_SUBMITTED",
         "status:TASK_STATE_WORKING",
         "status:TASK_STATE_INPUT_REQUIRED",
@@ -176,7 +179,7 @@ def test_an_expense_streams_to_input_required_and_a_reviewers_answer_is_replayed
 
     # Resubscribing from INPUT_REQUIRED replays what came after, then ends.
     replayed = subscribe(agent_url, task_id, seen)
-    assert v1_seen(replayed) == [
+    assert v1_seen(split(replayed).moves) == [
         "status:TASK_STATE_WORKING",  # answered
         "status:TASK_STATE_WORKING",  # resumed
         "artifact",
@@ -188,7 +191,7 @@ def test_an_expense_streams_to_input_required_and_a_reviewers_answer_is_replayed
     plain = rpc.call("SubscribeToTask", {"id": task_id}, headers=V1)
     assert plain["error"]["code"] == -32004
     # The same replay in v0.3.
-    assert v03_seen(subscribe(agent_url, task_id, seen, v1=False)) == [
+    assert v03_seen(split(subscribe(agent_url, task_id, seen, v1=False)).moves) == [
         "status:working",
         "status:working",
         "artifact",
@@ -201,21 +204,26 @@ def test_the_requesters_answering_stream_shows_working_then_completed(
 ) -> None:
     configure(None)
     asked = stream(agent_url, "message/stream", {"message": v03_message("book a trip")})
-    assert v03_seen(asked) == ["task:submitted", "status:working", "status:input-required final"]
+    assert v03_seen(split(asked).moves) == [
+        "task:submitted",
+        "status:working",
+        "status:input-required final",
+    ]
     first = asked[0]["data"]["result"]
     answer = v03_message("Lisbon, 3-5 May", taskId=first["id"], contextId=first["contextId"])
-    answered = stream(agent_url, "message/stream", {"message": answer})
-    assert v03_seen(answered) == [
+    answered = split(stream(agent_url, "message/stream", {"message": answer}))
+    assert v03_seen(answered.moves) == [
         "task:working",
         "status:working",
         "artifact",
         "status:completed final",
     ]
-    artifact = answered[2]["data"]["result"]["artifact"]["parts"][0]["text"]
+    artifact = answered.moves[2]["data"]["result"]["artifact"]["parts"][0]["text"]
     assert artifact == "Done. The requester says: Lisbon, 3-5 May"
+    answered.assert_answer_streamed(required=True)
     # A client that saw INPUT_REQUIRED and resubscribes gets the rest exactly once.
     replayed = subscribe(agent_url, first["id"], asked[-1]["id"], v1=False)
-    assert v03_seen(replayed) == [
+    assert v03_seen(split(replayed).moves) == [
         "status:working",
         "status:working",
         "artifact",
@@ -268,7 +276,14 @@ def test_a_resubscribed_client_then_gets_the_live_events(
     wait_until(lambda: len(got) >= 1, what="the replayed WORKING")
     fake_llm.release()
     reader.join(30)
-    assert v1_seen(got) == ["status:TASK_STATE_WORKING", "artifact", "status:TASK_STATE_COMPLETED"]
+    followed = split(got)
+    assert v1_seen(followed.moves) == [
+        "status:TASK_STATE_WORKING",
+        "artifact",
+        "status:TASK_STATE_COMPLETED",
+    ]
+    # The model answers at once: chunks, when the stream caught any, make the answer.
+    followed.assert_answer_streamed(required=False)
 
 
 # -- across processes --------------------------------------------------------------------------
@@ -357,7 +372,11 @@ def test_a_stream_follows_a_run_on_a_db_worker(
         headers=V1,
         timeout=60,
     )
-    assert v1_seen(events) == [
+    # The worker's run streams too: what its stream did not catch of the
+    # answer before the run ended comes as one chunk, then the final event.
+    streamed = split(events)
+    streamed.assert_answer_streamed(required=True)
+    assert v1_seen(streamed.moves) == [
         "task:TASK_STATE_SUBMITTED",
         "status:TASK_STATE_WORKING",
         "artifact",

@@ -17,7 +17,7 @@ from google.protobuf.json_format import ParseDict
 
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import FakeLLM, Hang, Text, ToolCall
-from tests.sse import open_stream
+from tests.sse import open_stream, split
 from tests.utils import REQUESTER_APPROVES
 from toolnexus_django.a2a import follow
 from toolnexus_django.lifecycle import wakeups
@@ -85,8 +85,13 @@ def test_message_stream_follows_the_task_to_the_final_event(
         fake_llm.release()
         rest = results(stream.rest())
 
-    assert v03_kinds(rest) == [("artifact-update", None), ("status-update", "completed")]
-    artifact, final = rest
+    # Between WORKING and the final event: the live updates of the run.
+    streamed = split(rest)
+    v03_kinds(streamed.live)
+    # The model answers at once: chunks, when the stream caught any, make the answer.
+    streamed.assert_answer_streamed(required=True)
+    assert v03_kinds(streamed.moves) == [("artifact-update", None), ("status-update", "completed")]
+    artifact, final = streamed.moves
     assert artifact["artifact"]["parts"] == [{"kind": "text", "text": "streamed result"}]
     assert artifact["taskId"] == first["id"] and artifact["contextId"] == first["contextId"]
     assert final["final"] is True
@@ -134,12 +139,15 @@ def test_send_streaming_message_v1(agent_url: str, configure: Any, fake_llm: Fak
     items = [first, *rest]
     for item in items:
         ParseDict(item, a2a_pb2.StreamResponse(), ignore_unknown_fields=False)
+    streamed = split(items)
+    streamed.assert_answer_streamed(required=True)
+    moves = streamed.moves
     assert first["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
     assert first["task"]["history"][0]["role"] == "ROLE_USER"
-    kinds = [next(iter(item)) for item in items]
+    kinds = [next(iter(item)) for item in moves]
     assert kinds[0] == "task" and kinds[-2:] == ["artifactUpdate", "statusUpdate"]
     assert set(kinds[1:-2]) <= {"statusUpdate"}
-    assert rest[-2]["artifactUpdate"]["artifact"]["parts"] == [{"text": "v1 streamed"}]
+    assert moves[-2]["artifactUpdate"]["artifact"]["parts"] == [{"text": "v1 streamed"}]
     final = rest[-1]["statusUpdate"]
     assert final["status"]["state"] == "TASK_STATE_COMPLETED"
     assert final["taskId"] == first["task"]["id"]

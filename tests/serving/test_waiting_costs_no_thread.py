@@ -21,6 +21,7 @@ import pytest
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import Fail, FakeLLM, Text
 from tests.servers import database_url, fake_env, serve
+from tests.sse import Split, split
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -60,7 +61,7 @@ def seen(result: dict[str, Any]) -> str:
     return f"other:{json.dumps(result)[:200]}"
 
 
-async def one_stream(client: httpx.AsyncClient, url: str, n: int) -> list[str]:
+async def one_stream(client: httpx.AsyncClient, url: str, n: int) -> Split:
     payload = {
         "jsonrpc": "2.0",
         "id": n,
@@ -73,7 +74,7 @@ async def one_stream(client: httpx.AsyncClient, url: str, n: int) -> list[str]:
             }
         },
     }
-    shown: list[str] = []
+    shown: list[Any] = []
     headers = {**V1, "Accept": "text/event-stream"}
     async with client.stream("POST", url, json=payload, headers=headers) as response:
         assert response.status_code == 200
@@ -81,8 +82,9 @@ async def one_stream(client: httpx.AsyncClient, url: str, n: int) -> list[str]:
             if line.startswith("data:"):
                 envelope = json.loads(line[5:])
                 assert "error" not in envelope, envelope
-                shown.append(seen(envelope["result"]))
-    return shown
+                shown.append(envelope["result"])
+    # Its moves, and between them the run's live updates (the answer as it is written).
+    return split(shown)
 
 
 def connections_of(application: str) -> list[str]:
@@ -130,7 +132,7 @@ def test_300_concurrent_streams_on_one_process_all_complete_with_every_event(
         url = f"{server.base}/agent/"
         in_use: list[int] = []
 
-        async def scenario() -> list[list[str]]:
+        async def scenario() -> list[Split]:
             limits = httpx.Limits(max_connections=STREAMS + 10, max_keepalive_connections=0)
             async with httpx.AsyncClient(limits=limits, timeout=120) as client:
                 streams = [
@@ -148,9 +150,12 @@ def test_300_concurrent_streams_on_one_process_all_complete_with_every_event(
                 gated_model.set()
                 return list(await asyncio.gather(*streams))
 
-        shown = asyncio.run(scenario())
+        streams = asyncio.run(scenario())
+    shown = [[seen(result) for result in s.moves] for s in streams]
     assert [s for s in shown if s != FULL_STREAM] == []
     assert len(shown) == STREAMS
+    for s in streams:  # the gate opens and every model answers at once
+        s.assert_answer_streamed(required=True)
     assert len(fake_llm.requests) == STREAMS  # one model call per Task, none repeated
     if in_use:
         assert in_use[0] <= BUDGET, in_use

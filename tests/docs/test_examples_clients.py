@@ -2,9 +2,11 @@
 into docs/howto/clients.md), each run against the demo served for real —
 ``manage.py toolnexus_serve`` on its own SQLite database, with the demo's
 expenses agent, its offline model and its people (``demo_users``) — and each
-showing what the page says it shows: the curl files with the real ``curl``,
-the a2a-sdk client with this venv's a2a-sdk, while a reviewer approves its
-claim in the admin over real HTTP."""
+showing what the page says it shows: the curl files with the real ``curl``
+(a stream's tool call and chunks too), the a2a-sdk clients with this venv's
+a2a-sdk — the claim's with its streaming flag off and on, while a reviewer
+approves the claim in the admin over real HTTP, and the streaming one that
+prints the answer as it comes."""
 
 from __future__ import annotations
 
@@ -107,6 +109,51 @@ def test_v10_send_blocks_to_completed_and_list_tasks_pages_newest_first(
     assert "history" not in page["tasks"][0]  # historyLength 0
 
 
+def sse_messages(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """(id, JSON-RPC result) of each SSE message ``curl -N`` printed."""
+    messages = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        messages.append((fields["id"], json.loads(fields["data"])["result"]))
+    return messages
+
+
+def test_a_stream_shows_the_tool_call_and_the_answer_as_it_is_written(demo: Served) -> None:
+    done = subprocess.run(
+        ["sh", str(EXAMPLES / "stream.sh")],
+        env={**os.environ, "BASE": demo.base},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    messages = sse_messages(done.stdout)
+    ids = [i for i, _ in messages]
+    assert ids[:2] == ["1", "2"] and ids[-2:] == ["2.1", "3"], ids
+    assert messages[0][1]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+    assert messages[-1][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+    live = messages[2:-2]
+    assert all(re.fullmatch(r"2\.0\.\d+", i) for i, _ in live), ids
+    statuses = [r["statusUpdate"]["status"] for _, r in live if "statusUpdate" in r]
+    assert {status["state"] for status in statuses} == {"TASK_STATE_WORKING"}
+    calls = [status["message"]["parts"] for status in statuses]
+    assert [parts[0]["text"] for parts in calls] == ["Calling my_expenses {}", "my_expenses: done"]
+    assert [parts[1]["data"]["status"] for parts in calls] == ["running", "ok"]
+    assert calls[0][1]["data"]["arguments"] == {} and "arguments" not in calls[1][1]["data"]
+
+    chunks = [r["artifactUpdate"] for _, r in live if "artifactUpdate" in r]
+    assert len(chunks) >= 2, "the answer came in one piece"
+    assert [c.get("append", False) for c in chunks] == [False] + [True] * (len(chunks) - 1)
+    assert not any(c.get("lastChunk") for c in chunks)
+    final = messages[-2][1]["artifactUpdate"]
+    assert final.get("append", False) is False and final["lastChunk"] is True
+    whole = final["artifact"]["parts"][0]["text"]
+    assert whole == "Done. You have no expense claims."
+    assert "".join(c["artifact"]["parts"][0]["text"] for c in chunks) == whole
+    assert {c["artifact"]["artifactId"] for c in chunks} == {final["artifact"]["artifactId"]}
+
+
 def test_http_json_sends_reads_and_answers_404_for_an_unknown_task(demo: Served) -> None:
     sent, read, missing, status = example("http_json.sh", demo)
     assert sent["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
@@ -127,12 +174,13 @@ def read_line(proc: subprocess.Popen[str], deadline: float) -> str:
     raise AssertionError("the SDK example printed nothing in time")
 
 
+@pytest.mark.parametrize("streaming", ["0", "1"], ids=["blocking", "streaming"])
 def test_the_sdk_client_sees_input_required_then_the_reviewers_completed_task(
-    demo: Served,
+    demo: Served, streaming: str
 ) -> None:
     proc = subprocess.Popen(
         [sys.executable, str(EXAMPLES / "a2a_sdk_client.py")],
-        env={**os.environ, "BASE": demo.base},
+        env={**os.environ, "BASE": demo.base, "STREAMING": streaming},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -166,3 +214,23 @@ def test_the_sdk_client_sees_input_required_then_the_reviewers_completed_task(
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_the_streaming_sdk_client_prints_the_tool_call_and_the_answer_as_it_comes(
+    demo: Served,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "a2a_sdk_stream.py")],
+        env={**os.environ, "BASE": demo.base},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    match = re.fullmatch(
+        r"\[Calling my_expenses \{\}\]\n\[my_expenses: done\]\n"
+        r"Done\. You have no expense claims\.\nTASK_STATE_COMPLETED \((\d+) chunks\)\n",
+        done.stdout,
+    )
+    assert match, done.stdout + done.stderr
+    assert int(match.group(1)) >= 2, "the answer came in one piece"

@@ -31,6 +31,7 @@ RUN_BY: dict[tuple[str, int], str] = {
     (QUICK_START, 0): "tests/docs/test_readme_quickstart.py",
     (FIRST_APPROVAL, 0): "tests/docs/test_readme_quickstart.py",
     (FIRST_APPROVAL, 1): "tests/docs/test_readme_quickstart.py",
+    (FIRST_APPROVAL, 2): "tests/docs/test_readme_quickstart.py",
     (INSTALL, 0): "tests/e2e/test_install_pastes.py",
     (INSTALL, 1): "tests/e2e/test_install_pastes.py",
     (INSTALL, 2): "tests/e2e/test_install_pastes.py",

@@ -4,7 +4,8 @@ printed in a copy of this checkout: the one-line Quick start makes
 superuser and the demo's people are made, alice's curl sends an expense
 claim, the superuser approves it in the admin over real HTTP (as steps 1-3
 say), and the Task is completed with the answer step 4 quotes and the claim
-is an Expense row of alice's (step 5).
+is an Expense row of alice's (step 5); then alice's stream shows the run's
+tool call and its answer in chunks before the final event.
 
 One substitution: the served port is a free one instead of README's 8000."""
 
@@ -38,7 +39,7 @@ def test_a_newcomer_reaches_an_approved_completed_task_by_following_the_readme(
     tmp_path: Path, wheelhouse: Path
 ) -> None:
     (serve_block,) = blocks(QUICK_START)
-    people_block, send_block = blocks(FIRST_APPROVAL)
+    people_block, send_block, stream_block = blocks(FIRST_APPROVAL)
     steps = sections()[FIRST_APPROVAL]
     # What the steps tell the reader to do and expect, checked below.
     for said in (PROMPT, ANSWER, "admin` / `admin-pw", "**Reply with data**", "**Send reply**"):
@@ -86,3 +87,31 @@ def test_a_newcomer_reaches_an_approved_completed_task_by_following_the_readme(
         # 5: the claim is a row of the demo's own model, alice's.
         expenses = admin.get("/admin/expenses/expense/")
         assert "EXP-1: 42.00 for a taxi" in expenses.text and ">alice<" in expenses.text
+
+        # Watching the agent work: the tool call, then the answer in chunks, then the end.
+        events = sse_results(sh(with_port(stream_block.text, port), checkout, env))
+        kinds = [e.get("kind") for e in events]
+        assert kinds[0] == "task" and kinds[-1] == "status-update", kinds
+        assert events[-1]["status"]["state"] == "completed" and events[-1]["final"] is True
+        tools = [e for e in events if e.get("kind") == "status-update" and not e["final"]]
+        said = [
+            e["status"]["message"]["parts"][0]["text"] for e in tools if "message" in e["status"]
+        ]
+        assert any(s.startswith("Calling my_expenses") for s in said), said
+        chunks = [e for e in events if e.get("kind") == "artifact-update" and not e["lastChunk"]]
+        (final,) = [e for e in events if e.get("kind") == "artifact-update" and e["lastChunk"]]
+        assert len(chunks) > 1, "the answer came in pieces"
+        text = ""
+        for chunk in chunks:
+            piece = chunk["artifact"]["parts"][0]["text"]
+            text = text + piece if chunk["append"] else piece
+        assert text == final["artifact"]["parts"][0]["text"] and "EXP-1" in text
+
+
+def sse_results(output: str) -> list[dict[str, object]]:
+    """The JSON-RPC results of an SSE body, in order."""
+    found = []
+    for line in output.splitlines():
+        if line.startswith("data:"):
+            found.append(json.loads(line[5:])["result"])
+    return found

@@ -210,7 +210,7 @@ def test_a_follower_resumes_after_the_update_it_was_given(hub: wakeups.Hub) -> N
         assert messages[0].result["artifact"]["parts"][0]["text"] == "bc"
         assert messages[0].result["append"] is True
         assert follower.position == Position(seq, live=3)
-        assert follower.read_here() == ([], None, [])
+        assert follower.read_here() == ([], None, [], [])
     finally:
         live.feeds().close(feed)
     done = lifecycle.complete(store, store.get(task["id"]) or task, "abc")

@@ -115,8 +115,9 @@ def shown_after(shown: str | None, updates: Sequence[Any]) -> str | None:
 RUN_STARTS = frozenset({"claim", "resume"})
 
 
-#: What :meth:`Follower.read` found: events, the Task (when needed), live updates.
-Found = tuple[list[Event], Task | None, list[Any]]
+#: What :meth:`Follower.read_all` found: events, the Task (when needed), the
+#: live updates of the run at the position, those of the run the events began.
+Found = tuple[list[Event], Task | None, list[Any], list[Any]]
 
 
 def _ended(until: asyncio.Future[Any] | None) -> bool:
@@ -178,18 +179,22 @@ class Follower:
         return events, current
 
     def read_all(self, store: TaskStore, moved: bool = True) -> Found:
-        """:meth:`read` (when ``moved``: the Task may have moved), and the
-        live updates after the position."""
-        seq = self.position.seq
+        """:meth:`read` (when ``moved``: the Task may have moved), the live
+        updates after the position — read after the events: a run's last
+        updates are made before its last move (and its feed outlives it) —
+        and those of a run the events began."""
         known = self._count(store) if not self._counted else True
         events, current = self.read(store) if moved else ([], None)
-        if events and events[-1].to_state in SETTLED:
-            return events, current, []
-        if not events and not known:
-            return events, current, []  # the store is behind the client: later
+        before: list[Any] = []
+        if known and not self.position.artifacts:  # past them once at the next event's
+            before = live.updates_after(store, self.task_id, *self._where())
+        if not events or events[-1].to_state in SETTLED:
+            return events, current, before, []
         # The run that a claim (or a resume's start) began may already have updates.
-        begun, after = (events[-1].seq, 0) if events else (seq, self.position.live)
-        return events, current, live.updates_after(store, self.task_id, begun, after)
+        return events, current, before, live.updates_after(store, self.task_id, events[-1].seq, 0)
+
+    def _where(self) -> tuple[int, int]:
+        return self.position.seq, self.position.live
 
     def _count(self, store: TaskStore) -> bool:
         """A reconnect: the text the client holds, from the run's updates up
@@ -207,20 +212,26 @@ class Follower:
         when the run is in this process (its feed is read in memory: no
         thread needed); None when :meth:`read` must be used."""
         feed = live.feeds().get(self.task_id)
-        if feed is None or feed.seq != self.position.seq:
+        if feed is None or feed.seq != self.position.seq or self.position.artifacts:
             return None
-        return [], None, feed.after(self.position.live)
+        return [], None, feed.after(self.position.live), []
 
     def take(
-        self, events: list[Event], current: Task | None, updates: Sequence[Any] = ()
+        self,
+        events: list[Event],
+        current: Task | None,
+        updates: Sequence[Any] = (),
+        later: Sequence[Any] = (),
     ) -> list[Message]:
-        """The messages for what :meth:`read` found; sets :attr:`done`."""
-        out: list[Message] = []
+        """The messages for what :meth:`read_all` found — the live updates
+        of the run at the position, the events, the updates of the run they
+        began — and sets :attr:`done`."""
         task = current or self.first
+        out = self._live(task, updates)
         if not events:
             if self.after is not None and state_of(current) in states.TERMINAL:
                 self.done = True  # nothing more will ever come
-            return self._live(task, updates)
+            return out
         if events[0].seq > self.position.seq + 1:
             # The store no longer keeps the events asked for (stores without
             # an event table keep the newest): start afresh from the Task.
@@ -243,7 +254,7 @@ class Follower:
                 self.done = True
                 break
         self.last_sent = time.monotonic()
-        return out if self.done else out + self._live(task, updates)
+        return out if self.done else out + self._live(task, later)
 
     def _live(self, task: Task, updates: Sequence[Any]) -> list[Message]:
         """The messages of live updates of the run at the position."""

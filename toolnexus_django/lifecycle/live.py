@@ -25,12 +25,17 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
+from collections import deque
 from typing import Any
 
 from ..runtime.registry import PerProcess
 from ..stores import TaskStore
 from .wakeups import hub
+
+#: Seconds a finished run's feed is kept (see :class:`Feeds`).
+LINGER = 5.0
 
 #: The most characters of a tool call's arguments a stream shows.
 ARGUMENTS_SHOWN = 200
@@ -63,12 +68,13 @@ class Feed:
     """The live updates of one run, in this process: appended by the run
     (on its loop), read by streams (on theirs), under a lock."""
 
-    __slots__ = ("_lock", "items", "seq", "task_id")
+    __slots__ = ("_lock", "closed", "items", "seq", "task_id")
 
     def __init__(self, task_id: str, seq: int) -> None:
         self.task_id = task_id
         self.seq = seq
         self.items: list[Update] = []
+        self.closed = False  # its run ended
         self._lock = threading.Lock()
 
     def add(self, update: Update) -> Update:
@@ -85,11 +91,14 @@ class Feed:
 
 
 class Feeds:
-    """The runs of this process that have a feed, by Task id."""
+    """The runs of this process that have a feed, by Task id. A closed
+    feed (its run ended) is kept :data:`LINGER` seconds more: a stream woken
+    by the run's last move reads the updates made just before it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._feeds: dict[str, Feed] = {}
+        self._closed: deque[tuple[float, Feed]] = deque()
 
     def open(self, task_id: str, seq: int) -> Feed:
         feed = Feed(task_id, seq)
@@ -98,13 +107,23 @@ class Feeds:
         return feed
 
     def close(self, feed: Feed) -> None:
+        now = time.monotonic()
+        feed.closed = True
         with self._lock:
-            if self._feeds.get(feed.task_id) is feed:
-                del self._feeds[feed.task_id]
+            self._closed.append((now + LINGER, feed))
+            while self._closed and self._closed[0][0] <= now:
+                _, old = self._closed.popleft()
+                if self._feeds.get(old.task_id) is old:
+                    del self._feeds[old.task_id]
 
     def get(self, task_id: str) -> Feed | None:
         with self._lock:
             return self._feeds.get(task_id)
+
+    def running(self, task_id: str) -> bool:
+        """Whether a run of ``task_id`` has an open feed here."""
+        feed = self.get(task_id)
+        return feed is not None and not feed.closed
 
 
 #: This process's feeds (new ones after a fork: the runs are this process's).
@@ -116,8 +135,8 @@ def feeds() -> Feeds:
 
 
 def runs_here(task_id: str) -> bool:
-    """Whether a run of ``task_id`` in this process has a feed."""
-    return feeds().get(task_id) is not None
+    """Whether a run of ``task_id`` is running in this process (with a feed)."""
+    return feeds().running(task_id)
 
 
 def updates_after(store: TaskStore, task_id: str, seq: int, after: int) -> list[Update]:

@@ -200,7 +200,8 @@ def test_a_real_stream_is_still_read_as_one() -> None:
     with FakeLLM() as fake:
         fake.push(Raw(events, content_type="text/event-stream; charset=utf-8"))
         got = asyncio.run(streamed(client_for(fake), "hi"))
-    assert [e["delta"] for e in got if e["type"] == "text"] == ["streamed ", "for ", "real"]
+    # Read as the stream it is (its text deltas merged: agent/ssemerge.py).
+    assert "".join(e["delta"] for e in got if e["type"] == "text") == "streamed for real"
 
 
 # -- the conversion ------------------------------------------------------------

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import toolnexus
 from toolnexus.client import ProviderError
 
+from ..conf import toolnexus_settings
 from ..runtime.threads import current_budget
 from .deadline import (
     RUN_OVER,
@@ -42,6 +43,7 @@ from .deadline import (
 )
 from .modelanswer import ModelAnswerTooLarge, parse_answer
 from .sseanswer import SSEResponse, sse_of
+from .ssemerge import MergedEvents
 
 #: How much of a body is read per call (the bound is checked after each).
 CHUNK = 64 * 1024
@@ -144,7 +146,10 @@ class BoundedTransport:
         with deadline.running(to_the_end=False):
             response = self._open(url, headers, payload, deadline)
         if is_event_stream(response):
-            return BoundedResponse(response, self.max_bytes, deadline)
+            window = float(toolnexus_settings.STREAM_CHUNK_SECONDS)
+            return MergedEvents(
+                BoundedResponse(response, self.max_bytes, deadline), self.style, window
+            )
         with deadline.running(), response:
             body = read_bounded(response, self.max_bytes)
         return SSEResponse(sse_of(parse_answer(body, self.style), self.style))

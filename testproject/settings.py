@@ -10,7 +10,7 @@ TOOLNEXUS_RQ_URL  the Redis of the "rq" backend (default redis://127.0.0.1:6379/
 TOOLNEXUS_LEASE_SECONDS / _MAX_ATTEMPTS / _REQUEUE_AFTER / _SWEEP_INTERVAL: recovery timing
 TOOLNEXUS_EVENT_POLL_INTERVAL / _EVENT_FALLBACK_POLL_INTERVAL: the wake-ups' polls, seconds
 TOOLNEXUS_STREAM_HEARTBEAT: seconds between an idle stream's keep-alives (and re-reads)
-TOOLNEXUS_STREAM_LIVE_UPDATES  unset or "1": streams show the answer as it is written; "0": moves only
+TOOLNEXUS_STREAM_LIVE_UPDATES  "0": streams show the moves only (unset: the answer as it is written)
 TOOLNEXUS_EVENT_LISTENER  unset: LISTEN on the store's database; "off": poll only; or a DSN
 TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES: the bound on a model answer (benchmarks/model_answer_rss.py)
 TOOLNEXUS_MCP_TOOLS  unset: no MCP endpoint; "__all__" or comma-separated tool names

@@ -383,6 +383,9 @@ def test_loopback_without_the_allowlist_is_never_called(
         refused = rpc.call("CreateTaskPushNotificationConfig", {"taskId": task_id, "url": hook.url})
         assert refused["error"]["code"] == -32602
         assert "loopback" in refused["error"]["message"]
+        # The Task's run is over before a config may be made: no delivery of
+        # its end while the URL is still allowed (CI once saw one, a race).
+        rpc.wait(task_id, states=("TASK_STATE_COMPLETED",))
         # Allowed when set, then the allowlist goes: each delivery checks again.
         configure(fake_llm, PUSH=ALLOW)
         rpc.call("CreateTaskPushNotificationConfig", {"taskId": task_id, "url": hook.url})

@@ -229,8 +229,16 @@ def status_event(task: Task, dialect: Dialect, *, final: bool) -> dict[str, Any]
     return status_update(task, task.get("status") or {}, dialect, final=final)
 
 
-def artifact_event(task: Task, artifact: dict[str, Any], dialect: Dialect) -> dict[str, Any]:
-    """A TaskArtifactUpdateEvent carrying one whole artifact."""
+def artifact_event(
+    task: Task,
+    artifact: dict[str, Any],
+    dialect: Dialect,
+    *,
+    append: bool = False,
+    last: bool = True,
+) -> dict[str, Any]:
+    """A TaskArtifactUpdateEvent carrying one whole artifact (or, ``last``
+    false, a chunk of it: :mod:`.liveevents`)."""
     artifact = public_artifact(artifact, str(task["id"]))
     if dialect is Dialect.V10:
         return {
@@ -238,8 +246,8 @@ def artifact_event(task: Task, artifact: dict[str, Any], dialect: Dialect) -> di
                 "taskId": task["id"],
                 "contextId": task.get("contextId") or "",
                 "artifact": artifact_to_v1(artifact),
-                "append": False,
-                "lastChunk": True,
+                "append": append,
+                "lastChunk": last,
             }
         }
     return {
@@ -247,8 +255,8 @@ def artifact_event(task: Task, artifact: dict[str, Any], dialect: Dialect) -> di
         "taskId": task["id"],
         "contextId": task.get("contextId"),
         "artifact": artifact,
-        "append": False,
-        "lastChunk": True,
+        "append": append,
+        "lastChunk": last,
     }
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from ..lifecycle.live import Update
 from ..lifecycle.messages import now_iso, text_part
 from ..stores.base import Task
-from .dialects import Dialect, artifact_to_v1, status_update
+from .dialects import Dialect, artifact_event, status_update
 
 #: What a tool call's status says to a person, by its ``status``.
 TOOL_WORDS = {
@@ -69,25 +69,7 @@ def chunk_event(task: Task, update: Update, dialect: Dialect) -> dict[str, Any]:
         "name": "result",
         "parts": [text_part(str(update.get("text") or ""))],
     }
-    append = not update.get("reset")
-    if dialect is Dialect.V10:
-        return {
-            "artifactUpdate": {
-                "taskId": task["id"],
-                "contextId": task.get("contextId") or "",
-                "artifact": artifact_to_v1(artifact),
-                "append": append,
-                "lastChunk": False,
-            }
-        }
-    return {
-        "kind": "artifact-update",
-        "taskId": task["id"],
-        "contextId": task.get("contextId"),
-        "artifact": artifact,
-        "append": append,
-        "lastChunk": False,
-    }
+    return artifact_event(task, artifact, dialect, append=not update.get("reset"), last=False)
 
 
 def tool_message(task: Task, update: Update, seq: int) -> dict[str, Any]:

@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
+import types
 from typing import Any
 
 import pytest
 
+from toolnexus_django.agent import ssemerge
 from toolnexus_django.agent.sseanswer import sse_of
 from toolnexus_django.agent.ssemerge import MergedEvents, merged, text_of
 
@@ -86,6 +89,42 @@ def test_the_first_text_goes_at_once_and_the_rest_a_window_at_a_time() -> None:
     feed.pieces.put(b"")
     assert events.read1() == b"data: [DONE]\n\n"
     assert events.read1() == b""
+
+
+def test_the_first_text_goes_at_once_on_a_machine_up_for_less_than_a_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    began = time.monotonic()
+    young = types.SimpleNamespace(monotonic=lambda: time.monotonic() - began + 1.0)
+    monkeypatch.setattr(ssemerge, "time", young)  # its clock: up for a second
+    feed = Feed()
+    events = MergedEvents(feed, "openai", window=3600)
+    feed.pieces.put(openai_text("first"))
+    out: list[bytes] = []
+    reader = threading.Thread(target=lambda: out.append(events.read1()), daemon=True)
+    reader.start()
+    reader.join(timeout=5)  # before the feed gives up on a next piece (10 s)
+    assert out and texts(out[0], "openai") == ["first"]
+    events.close()
+
+
+def test_a_long_window_never_holds_the_next_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every read "waited" for the model: the reader pauses after each. With
+    # a window of an hour it once paused an hour, and a tool call behind
+    # held text was never read (CI hung on the test above).
+    monkeypatch.setattr(ssemerge, "WAITED", -1.0)
+    feed = Feed()
+    events = MergedEvents(feed, "openai", window=3600)
+    feed.pieces.put(openai_text("first"))
+    assert texts(events.read1(), "openai") == ["first"]
+    feed.pieces.put(openai_text(" held"))
+    feed.pieces.put(b'data: {"choices": [{"delta": {"tool_calls": []}}]}\n\n')
+    out: list[bytes] = []
+    reader = threading.Thread(target=lambda: out.append(events.read1()), daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert out and texts(out[0], "openai") == [" held"] and b"tool_calls" in out[0]
+    events.close()
 
 
 def test_an_answer_reads_the_same_merged() -> None:

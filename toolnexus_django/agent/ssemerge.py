@@ -11,16 +11,15 @@ concurrent streamed runs on PostgreSQL lost both, benchmarks/RESULTS.md).
 
 :class:`MergedEvents` reads the stream on a thread of its own (bytes into a
 buffer: no event loop) — and after each read that had to wait for the model,
-lets a ``window`` of its tokens gather in the socket before reading again:
-about two wake-ups a window, not one per token — and hands toolnexus's reader
-the events, with each
-run of consecutive text deltas — OpenAI's ``choices[0].delta.content``,
-Anthropic's ``text_delta`` of one block — merged into one event: the first
-text at once, then at most one merged event per ``window`` (the
-``STREAM_CHUNK_SECONDS`` the stream's chunks are coalesced by anyway). Any
-other event (tool calls, usage, the end) goes at once, after the text
-before it. The text toolnexus assembles is the same, character for
-character.
+lets a ``window`` (at most :data:`GATHER`) of its tokens gather in the socket
+before reading again: about two wake-ups a window, not one per token — and
+hands toolnexus's reader the events, with each run of consecutive text deltas
+— OpenAI's ``choices[0].delta.content``, Anthropic's ``text_delta`` of one
+block — merged into one event: the first text at once, then at most one
+merged event per ``window`` (the ``STREAM_CHUNK_SECONDS`` the stream's chunks
+are coalesced by anyway). Any other event (tool calls, usage, the end) goes
+as soon as it is read, after the text before it. The text toolnexus
+assembles is the same, character for character.
 """
 
 from __future__ import annotations
@@ -34,6 +33,11 @@ from typing import Any
 READ = 64 * 1024
 #: A read that took longer waited for the model (the bytes were not there yet).
 WAITED = 0.002
+#: The longest a read that waited pauses to let the next tokens gather: a
+#: window, but never so long that an event other than text (a tool call, the
+#: end) waits long for its read — a long window (a test's) would hold it, and
+#: a reader waiting on the window, for that long.
+GATHER = 0.1
 
 
 def _split(buffer: bytes) -> tuple[list[bytes], bytes]:
@@ -130,7 +134,9 @@ class MergedEvents:
         self._lock = threading.Condition()
         self._raw = b""  # read, not yet handed over
         self._end: BaseException | bool = False  # True at the end; an error to raise
-        self._texted = 0.0  # when text was last handed over
+        # When text was last handed over: never yet (not 0.0, which the
+        # monotonic clock of a machine up for less than a window is near).
+        self._texted = float("-inf")
         self._closing = threading.Event()
         self.status = getattr(response, "status", 200)
         self.headers = getattr(response, "headers", {})
@@ -148,7 +154,8 @@ class MergedEvents:
                     self._raw += chunk
                     self._lock.notify()
                 if time.monotonic() - began > WAITED and self._window > 0:
-                    self._closing.wait(self._window)  # the next tokens gather meanwhile
+                    # the next tokens gather meanwhile
+                    self._closing.wait(min(self._window, GATHER))
             end: BaseException | bool = True
         except BaseException as exc:  # handed to the reader of the events
             end = exc

@@ -1,8 +1,10 @@
 """TaskRecord at a million rows: does GetTask and "Tasks in state X" stay fast?
 
 Not a test. Fills a scratch database with N TaskRecord rows (default 1,000,000)
-spread over states and owners, then times the store's hot queries and prints
-their plans:
+spread over states and owners (with token sums), and rows // 10 events, tool
+call outcomes and push deliveries, then times the store's hot queries and
+each chart of the admin's dashboard (each must stay under 50 ms at a million
+Tasks), and prints the plans:
 
     .venv/bin/python benchmarks/indexes.py                    # SQLite (scratch file)
     .venv/bin/python benchmarks/indexes.py --postgres         # PostgreSQL 127.0.0.1:5432
@@ -21,10 +23,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+#: Users owning the filled Tasks (round robin).
+OWNERS = 50
 STATES = ["completed"] * 90 + ["failed"] * 5 + ["input-required"] * 3 + ["working"] * 2
 
 
@@ -49,10 +54,20 @@ def setup_django(args: argparse.Namespace) -> str:
     return os.environ["DATABASE_URL"]
 
 
+def owners() -> int:
+    """OWNERS users to own the Tasks (the dashboard's tokens per owner); the first's id."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects
+    users.bulk_create([users.model(username=f"owner-{n}") for n in range(OWNERS)])
+    return int(users.order_by("pk").values_list("pk", flat=True)[0])
+
+
 def fill(rows: int, postgres: bool) -> float:
     from django.db import connection
 
     start = time.perf_counter()
+    first_owner = owners()
     with connection.cursor() as cur:
         if postgres:
             states = ",".join(f"'{s}'" for s in STATES)
@@ -60,10 +75,10 @@ def fill(rows: int, postgres: bool) -> float:
                 f"""
                 INSERT INTO toolnexus_django_taskrecord
                     (id, context_id, state, owner_id, task, private, created_at, updated_at,
-                     revision, lease_owner, attempts, event_seq)
+                     revision, lease_owner, attempts, event_seq, input_tokens, output_tokens)
                 SELECT 't-' || i, 'c-' || (i / 3),
                        (ARRAY[{states}])[1 + (i % 100)],
-                       NULL,
+                       {first_owner} + i % {OWNERS},
                        jsonb_build_object('id', 't-' || i, 'kind', 'task',
                            'status', jsonb_build_object('state', 'completed'),
                            'artifacts', jsonb_build_array(jsonb_build_object(
@@ -71,7 +86,7 @@ def fill(rows: int, postgres: bool) -> float:
                                    jsonb_build_object('kind', 'text', 'text', repeat('x', 200)))))),
                        '{{}}'::jsonb,
                        now() - (i || ' seconds')::interval, now() - (i || ' seconds')::interval,
-                       0, '', 0, 0
+                       0, '', 0, 0, 500 + i % 2000, 50 + i % 300
                 FROM generate_series(1, {rows}) AS i
                 """
             )
@@ -82,11 +97,11 @@ def fill(rows: int, postgres: bool) -> float:
                 WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < {rows})
                 INSERT INTO toolnexus_django_taskrecord
                     (id, context_id, state, owner_id, task, private, created_at, updated_at,
-                     revision, lease_owner, attempts, event_seq)
+                     revision, lease_owner, attempts, event_seq, input_tokens, output_tokens)
                 SELECT 't-' || i, 'c-' || (i / 3),
                        CASE WHEN i % 100 < 90 THEN 'completed' WHEN i % 100 < 95 THEN 'failed'
                             WHEN i % 100 < 98 THEN 'input-required' ELSE 'working' END,
-                       NULL,
+                       {first_owner} + i % {OWNERS},
                        json_object('id', 't-' || i, 'kind', 'task',
                            'status', json_object('state', 'completed'),
                            'artifacts', json_array(json_object('artifactId', hex(i),
@@ -95,12 +110,75 @@ def fill(rows: int, postgres: bool) -> float:
                        '{{}}',
                        datetime('now', '-' || i || ' seconds'),
                        datetime('now', '-' || i || ' seconds'),
-                       0, '', 0, 0
+                       0, '', 0, 0, 500 + i % 2000, 50 + i % 300
                 FROM seq
                 """
             )
             cur.execute("ANALYZE")
     return time.perf_counter() - start
+
+
+def fill_dashboard(rows: int, postgres: bool) -> None:
+    """The dashboard's other tables: rows // 10 events (a fifth of them
+    answers), tool call outcomes and push deliveries, spread over a week."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from toolnexus_django.models import PushConfig, TaskRecord
+
+    n = max(1, rows // 10)
+    tasks = TaskRecord.objects.order_by("pk").values_list("pk", flat=True)[:1000]
+    PushConfig.objects.bulk_create(
+        PushConfig(task_id=t, config_id="c", url="https://hooks.example/", failures=k % 3,
+                   disabled_at=None if k % 50 else timezone.now())
+        for k, t in enumerate(tasks)
+    )  # fmt: skip
+    config = PushConfig.objects.order_by("pk").values_list("pk", flat=True).first()
+    if postgres:
+        rows_of, ago = f"generate_series(1, {n}) AS s(i)", "now() - (i * 6 || ' seconds')::interval"
+        head, err = "", "CASE WHEN i % 7 = 0 THEN '{\"is_error\": true}' ELSE '{}' END::jsonb"
+    else:
+        head = f"WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < {n}) "
+        rows_of, ago = "s", "datetime('now', '-' || (i * 6) || ' seconds')"
+        err = "CASE WHEN i % 7 = 0 THEN '{\"is_error\": true}' ELSE '{}' END"
+    with connection.cursor() as cur:
+        cur.execute(
+            f"{head}INSERT INTO toolnexus_django_taskevent (task_id, seq, kind, from_state, "
+            "to_state, at, actor, actor_kind, via, public, private) "
+            f"SELECT 't-' || (1 + i % {rows}), 1000000 + i, "
+            "CASE WHEN i % 5 = 0 THEN 'answer' ELSE 'claim' END, 'input-required', 'working', "
+            f"{ago}, 'reviewer-' || (i % 20), 'user', 'admin', '{{}}', '{{}}' FROM {rows_of}"
+        )
+        cur.execute(
+            f"{head}INSERT INTO toolnexus_django_toolcalloutcome (task_id, turn, call_id, tool, "
+            f"result, created_at) SELECT 't-' || i, 0, 'c', 'tool-' || (i % 12), {err}, {ago} "
+            f"FROM {rows_of}"
+        )
+        cur.execute(
+            f"{head}INSERT INTO toolnexus_django_pushdelivery (config_id, seq, notification_id, "
+            "attempt, at, outcome, error) "
+            f"SELECT {config}, i, 'n' || i, 1, {ago}, "
+            f"CASE WHEN i % 10 = 0 THEN 'retry' ELSE 'delivered' END, '' FROM {rows_of}"
+        )
+        cur.execute("ANALYZE" if not postgres else "VACUUM ANALYZE")
+
+
+def dashboard_queries() -> list[tuple[str, Any]]:
+    """Each chart of the admin's dashboard (admin/dashboard.py): its queries
+    and its SVG, as the page makes them."""
+    from django.utils import timezone
+
+    from toolnexus_django.admin import dashboard as d
+
+    return [
+        ("dashboard: open tasks by state", d.open_tasks),
+        ("dashboard: tasks per hour (24 h)", lambda: d.tasks_per_hour(timezone.now())),
+        ("dashboard: review queue", lambda: d.review_queue(timezone.now())),
+        ("dashboard: decisions per reviewer", lambda: d.decisions(timezone.now())),
+        ("dashboard: tool failures", lambda: d.tool_failures(timezone.now())),
+        ("dashboard: push health", lambda: d.push_health(timezone.now())),
+        ("dashboard: tokens per owner + day", lambda: d.tokens(timezone.now())),
+    ]
 
 
 def timed(fn, repeats: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
@@ -136,6 +214,7 @@ def main() -> None:
     from toolnexus_django.stores import DjangoTaskStore
 
     seconds = fill(args.rows, args.postgres)
+    fill_dashboard(args.rows, args.postgres)
     store = DjangoTaskStore()
     rng = random.Random(7)
 
@@ -168,8 +247,11 @@ def main() -> None:
         ("awaiting a human, newest 50", awaiting_page),
         ("state=working, newest 50", working_page),
         ("tasks of one contextId", context),
+        *dashboard_queries(),
     ]:
-        median, p99 = timed(fn, args.repeats)
+        # A dashboard chart is one page view: fewer repeats.
+        repeats = max(5, args.repeats // 15) if name.startswith("dashboard") else args.repeats
+        median, p99 = timed(fn, repeats)
         print(f"{name:<40}{median:>12.3f}{p99:>10.3f}")
 
     from django.db import connection

@@ -1,13 +1,16 @@
 """toolnexus_serve side by side with the official a2a-sdk 1.3.0 server, in one run.
 
-Four servers run at once on 127.0.0.1, each in a process group of its own:
+The servers run at once on 127.0.0.1, each in a process group of its own:
 
 * ``sdk memory`` — the official SDK's Starlette JSON-RPC app on uvicorn with
   its InMemoryTaskStore (benchmarks/sdk_agent.py, in a venv of its own:
   benchmarks/sdk_venv.sh);
 * ``sdk sqlite`` — the same with its DatabaseTaskStore on SQLite;
 * ``toolnexus sqlite`` and ``toolnexus postgres`` — ``manage.py
-  toolnexus_serve`` with no flags, the django store.
+  toolnexus_serve`` with no flags, the django store;
+* ``toolnexus sqlite traced`` (when named in ``--servers``) — the same with
+  ``TRACING`` on and every span dropped by its exporter
+  (benchmarks/traced_settings.py): what tracing costs the server.
 
 All four call the same fake model (benchmarks/loadclient.py, a process of its
 own): a message with ``[sleep 2]`` in it is answered after 2 s, any other at
@@ -177,6 +180,10 @@ def pg_connections(application: str) -> int:
     return int(row[0]) if row else 0
 
 
+#: ``toolnexus sqlite traced``: the testproject with TRACING on, spans dropped.
+TRACED_SETTINGS = "benchmarks.traced_settings"
+
+
 def make_servers(
     workdir: Path,
     model_url: str,
@@ -218,6 +225,11 @@ def make_servers(
         url = prepare_sqlite(workdir / "tnx.sqlite3")
         servers.append(Server("toolnexus sqlite", serve, {**tnx_env, "DATABASE_URL": url},
                               "/agent/", workdir / "tnx-sqlite.log"))  # fmt: skip
+    if "toolnexus sqlite traced" in chosen:  # TRACING on (benchmarks/traced_settings.py)
+        url = prepare_sqlite(workdir / "tnx-traced.sqlite3")
+        traced = {**tnx_env, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": TRACED_SETTINGS}
+        servers.append(Server("toolnexus sqlite traced", serve, traced,
+                              "/agent/", workdir / "tnx-sqlite-traced.log"))  # fmt: skip
     if "toolnexus postgres" in chosen:
         url = prepare_postgres()
         app = f"tnx-bench-{os.getpid()}"

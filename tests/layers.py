@@ -42,7 +42,7 @@ ROWS: tuple[tuple[Layer, ...], ...] = (
     (
         Layer(
             "conf",
-            ("conf", "conf_docs", "conf_legacy"),
+            ("conf", "conf_docs", "conf_sections_docs", "conf_legacy"),
             "settings: defaults, sections, every read, dotted paths, what each means, "
             "keys retired or moved",
         ),
@@ -62,6 +62,12 @@ ROWS: tuple[tuple[Layer, ...], ...] = (
             "what runs per process, behind start() / stop(grace)",
         ),
         Layer("keys", ("keys",), "signing keys: the JWKS, ES256 JWS (push, Agent Card)"),
+        Layer(
+            "observability",
+            ("observability",),
+            "traces and metrics (optional extras): spans after the GenAI and A2A "
+            "conventions, Prometheus counters",
+        ),
     ),
     (
         Layer(

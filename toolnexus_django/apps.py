@@ -37,6 +37,17 @@ class ToolnexusDjangoConfig(AppConfig):
         if remind_due not in EXTRA_SWEEPS:
             EXTRA_SWEEPS.append(remind_due)
 
+        # Prometheus metrics (TOOLNEXUS["METRICS"]): the receivers that count
+        # moves and MCP calls, connected only while it is set (no
+        # prometheus_client import until then).
+        from .observability.metric_sources import follow_setting
+        from .serving.metrics import sample_process
+
+        follow_setting()
+        # Each sweep samples this process's gauges (a no-op while it is unset).
+        if sample_process not in EXTRA_SWEEPS:
+            EXTRA_SWEEPS.append(sample_process)
+
         # The per-process pieces runtime.start() / stop() walk register
         # themselves where they are defined (the runtime package sits below
         # them): import those modules (the sweep and push's are above) so the

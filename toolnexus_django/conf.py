@@ -272,6 +272,12 @@ DEFAULTS: dict[str, Any] = {
     # gRPC (the ``grpc`` extra): every toolnexus_serve worker serves it on ADDRESS,
     # "host:port" (None: off); the card names URL (None: ADDRESS; set it for 0.0.0.0).
     "GRPC": {"ADDRESS": None, "URL": None},
+    # OpenTelemetry traces (the ``otel`` extra): True records spans to the
+    # global tracer provider (the project configures its exporters); False:
+    # OpenTelemetry is never imported.
+    "TRACING": False,
+    # Prometheus metrics at <prefix>/metrics (``metrics`` extra): None = off; {TOKEN, PERMISSION}.
+    "METRICS": None,
 }
 
 #: Nested dict settings whose missing keys fall back to the defaults above.

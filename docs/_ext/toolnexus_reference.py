@@ -35,6 +35,7 @@ GROUPS = {
     "6": "E6xx: `PUSH`",
     "7": "E7xx: `MCP`",
     "8": "E8xx: `GRPC`",
+    "9": "E9xx: `TRACING` (E90x), `METRICS` (E95x)",
 }
 
 

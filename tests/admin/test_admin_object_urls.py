@@ -62,6 +62,7 @@ ROUTE_IDS = [route.replace(f"/{OBJECT_ID}", "").split(f"/{APP}/")[1] for _, rout
 
 def test_the_routes_cover_every_model_and_page_of_the_app() -> None:
     models = {m._meta.model_name for m in admin.site._registry if m._meta.app_label == APP}
+    models.discard("taskdashboard")  # the dashboard's index entry: a page, no objects
     assert {name for name, _ in ROUTES} == models
     pages = {route.rstrip("/").rsplit("/", 1)[-1] for _, route in ROUTES}
     assert {"change", "delete", "history", "review", "hold", "release"} <= pages

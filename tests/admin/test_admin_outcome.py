@@ -274,7 +274,7 @@ def test_the_index_lists_the_queue_first(admin_client: Client, url: str) -> None
 def test_push_and_mcp_are_listed_only_when_on(admin_client: Client, configure: Any) -> None:
     configure(None, store="memory")  # MCP off (the default), push configs not in the database
     listed = models_listed(body_of(admin_client, reverse("admin:index")))
-    assert listed == ["awaitinghumantask", "taskdecision", "taskrecord"]
+    assert listed == ["awaitinghumantask", "taskdashboard", "taskdecision", "taskrecord"]
     # Off is not gone: the pages still open, for rows written while it was on.
     assert admin_client.get(reverse("admin:toolnexus_django_mcpcall_changelist")).status_code == 200
 
@@ -282,7 +282,8 @@ def test_push_and_mcp_are_listed_only_when_on(admin_client: Client, configure: A
     listed = models_listed(body_of(admin_client, reverse("admin:index")))
     assert listed[0] == "awaitinghumantask"
     assert set(listed) == {
-        "awaitinghumantask", "mcpcall", "pushdelivery", "pushconfig", "taskdecision", "taskrecord"
+        "awaitinghumantask", "mcpcall", "pushdelivery", "pushconfig", "taskdecision", "taskrecord",
+        "taskdashboard",
     }  # fmt: skip
 
 

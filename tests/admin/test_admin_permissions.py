@@ -50,7 +50,7 @@ def client_for(user: Any) -> Client:
 
 def test_the_app_adds_the_urls_this_test_covers() -> None:
     names = {url.rstrip("/").rsplit("/", 1)[-1] for url in added_urls("t-1")}
-    assert names == {"next", "review", "hold", "release"}
+    assert names == {"next", "review", "hold", "release", "dashboard"}
 
 
 def test_a_staff_user_without_the_permission_gets_403_and_no_task_id(

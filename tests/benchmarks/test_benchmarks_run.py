@@ -26,6 +26,7 @@ def run(*args: str) -> str:
 def test_indexes_runs_on_sqlite() -> None:
     out = run("benchmarks/indexes.py", "--rows", "300", "--repeats", "3")
     assert "store.save (upsert)" in out and "plans:" in out
+    assert "dashboard: tokens per owner + day" in out  # the admin dashboard's charts
 
 
 @pytest.mark.django_db

@@ -186,6 +186,15 @@ CASES: list[Case] = [
     Case("E803", None, section("GRPC", URL=50051)),
     Case("E804", None, section("GRPC", ADDRESS="127.0.0.1:50051"), hidden=("grpc",)),
     Case("W800", None, section("GRPC", ADDRESS="0.0.0.0:50051")),
+    Case("E900", None, {"TRACING": "yes"}),
+    Case("E901", None, {"TRACING": True}, hidden=("opentelemetry",)),
+    # metrics
+    Case("E950", None, {"METRICS": "secret"}),
+    Case("E951", None, {"METRICS": {"TOKEN": "s3cret", "USERS": ["ops"]}}),
+    Case("E952", None, {"METRICS": {}}),
+    Case("E953", None, {"METRICS": {"TOKEN": ""}}),
+    Case("E954", None, {"METRICS": {"PERMISSION": "view_metrics"}}),
+    Case("E955", None, {"METRICS": {"TOKEN": "s3cret"}}, hidden=("prometheus_client",)),
     Case(
         "W020",
         "W020",

@@ -366,6 +366,16 @@ def test_positive_numbers_pass(ids_for: Any, overrides: dict[str, Any]) -> None:
     assert ids_for(**overrides) == set()
 
 
+@pytest.mark.parametrize(
+    "metrics",
+    [None, {"TOKEN": "s3cret"}, {"PERMISSION": "toolnexus_django.view_taskrecord"},
+     {"TOKEN": "s3cret", "PERMISSION": "auth.view_user"}],
+    ids=repr,
+)  # fmt: skip
+def test_metrics_settings_that_admit_someone_pass(ids_for: Any, metrics: Any) -> None:
+    assert ids_for(METRICS=metrics) == set()
+
+
 # -- W001 ------------------------------------------------------------------------
 
 
@@ -472,6 +482,7 @@ def test_manage_py_check_subprocess_reports_the_ids(tmp_path: Path) -> None:
         ({"STREAM_CHUNK_SECONDS": -0.1}, "toolnexus_django.E434"),
         ({"STREAM_CHUNK_CHARS": 0}, "toolnexus_django.E411"),
         ({"STREAM_LIVE_UPDATES": 1}, "toolnexus_django.E435"),
+        ({"TRACING": 1}, "toolnexus_django.E900"),
     ],
 )
 def test_review_settings_are_checked(

@@ -6,6 +6,7 @@ from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..observability import metrics
 from ..stores import TaskStore
 from ..stores.base import Task
 from . import follow
@@ -26,6 +27,11 @@ class EventStream:
     history_length: int | None = None
     after: follow.Position | None = None
     slot: follow.Slot | None = field(default=None, repr=False)
+    _counted: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._counted = True  # toolnexus_streams_open, until close()
+        metrics.stream_opened()
 
     def events(self) -> Iterator[follow.Message | None]:
         return follow.follow(
@@ -49,3 +55,6 @@ class EventStream:
     def close(self) -> None:
         if self.slot is not None:
             self.slot.release()
+        if self._counted:
+            self._counted = False
+            metrics.stream_closed()

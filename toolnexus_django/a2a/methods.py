@@ -10,13 +10,14 @@ serving edge's request handler calls each operation: ``serving.handler``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .. import lifecycle
 from ..lifecycle import states
 from ..lifecycle.messages import has_answer, message_text
+from ..observability.logs import about_task, note_task
 from ..stores import TaskStore
 from ..stores.base import Task, state_of
 from . import follow, listing, pushops
@@ -95,6 +96,11 @@ class CallContext:
     #: The extended Agent Card for this caller (``EXTENDED_AGENT_CARD``), or
     #: None where the caller gets none (unauthenticated, or switched off).
     extended_card: Callable[[], dict[str, Any]] | None = None
+    #: Which binding carried the call: jsonrpc | http+json | grpc (traces).
+    binding: str = "jsonrpc"
+    #: The caller's headers (or gRPC metadata) a ``traceparent`` is read from
+    #: when TRACING is on; None when off.
+    trace_headers: Mapping[str, str] | None = None
 
 
 @dataclass
@@ -142,8 +148,10 @@ def dispatch(
         # one ("_" in no key: every GetTask in camelCase) has nothing to read.
         if dialect is Dialect.V10 and (operation in NESTING or any("_" in k for k in params)):
             params = json_names(operation, params)
-        # Every query parameter is checked before anything is looked up.
-        return run(read_query(operation, params), ctx, dialect)
+        # Every query parameter is checked before anything is looked up; the
+        # log lines name the Task once it is known (note_task), this request only.
+        with about_task(""):
+            return run(read_query(operation, params), ctx, dialect)
     except RpcError as err:
         if dialect is Dialect.V10:
             err.details = True
@@ -154,7 +162,9 @@ def dispatch(
 
 
 def _own_task(ctx: CallContext, task_id: str) -> dict[str, Any]:
-    return own_task(ctx.store, ctx.owner, task_id)
+    task = own_task(ctx.store, ctx.owner, task_id)
+    note_task(task_id)
+    return task
 
 
 def _busy() -> RpcError:
@@ -240,7 +250,9 @@ def start_task(message: dict[str, Any], ctx: CallContext, *, streamed: bool = Fa
     text = message_text(message)
     if not text.strip():
         raise RpcError(INVALID_PARAMS, "Invalid params: the message has no text part")
-    return ctx.actions.start(message, owner=ctx.owner, text=text, streamed=streamed)
+    task = ctx.actions.start(message, owner=ctx.owner, text=text, streamed=streamed)
+    note_task(task["id"])
+    return task
 
 
 def continue_task(message: dict[str, Any], ctx: CallContext) -> Task:

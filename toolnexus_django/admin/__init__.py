@@ -8,7 +8,8 @@ its bulk actions (:mod:`.bulk_actions`). What a
 reviewer may do, and the moves, are :mod:`toolnexus_django.review`'s. The
 review decisions across Tasks (:mod:`.decisions`), also kept in Django's
 admin log (:mod:`.history`); push notification configs and their
-deliveries (:mod:`.push`). What the pages show of a Task is in
+deliveries (:mod:`.push`); the dashboard (:mod:`.dashboard`, drawn by
+:mod:`.charts`). What the pages show of a Task is in
 :mod:`.display`, what it came to (the top of its page) in :mod:`.outcome`.
 
 The admin index lists the review queue first. Django sorts an app's models
@@ -19,6 +20,7 @@ is "Awaiting a human", which sorts before "MCP calls", "Push ...", "Review
 decisions" and "Tasks" on any AdminSite. The entries of features that are
 off (push, MCP) are not listed at all (:mod:`.features`)."""
 
+from .dashboard import TaskDashboardAdmin
 from .decisions import TaskDecisionAdmin
 from .display import halted_call, safe_link_url, time_left, transcript_turns
 from .mcp import McpCallAdmin  # noqa: F401  (the MCP endpoint's calls)
@@ -30,6 +32,7 @@ __all__ = [
     "AwaitingHumanTaskAdmin",
     "PushConfigAdmin",
     "PushDeliveryAdmin",
+    "TaskDashboardAdmin",
     "TaskDecisionAdmin",
     "TaskRecordAdmin",
     "halted_call",

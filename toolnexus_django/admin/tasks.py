@@ -10,7 +10,7 @@ from django.contrib.admin.utils import quote
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
-from django.urls import reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
@@ -20,6 +20,7 @@ from .. import lifecycle
 from ..jsontree import dumps_shown
 from ..models import TaskRecord, TaskState
 from ..review.reviewers import is_reviewer
+from .dashboard import can_view_dashboard, dashboard_view
 from .display import owner_label, task_of, timeline
 from .objectpages import ObjectPagesMixin
 from .outcome import task_outcome
@@ -173,4 +174,14 @@ class TaskRecordAdmin(ObjectPagesMixin, TimelineMixin, admin.ModelAdmin):
             if counts.get(state)
         ]
         extra = {"state_counts": state_counts, **(extra_context or {})}
+        if can_view_dashboard(request):
+            extra["dashboard_url"] = reverse(
+                f"{self.admin_site.name}:toolnexus_django_taskrecord_dashboard"
+            )
         return super().changelist_view(request, extra)
+
+    def get_urls(self) -> list[URLPattern]:
+        # The dashboard (admin/dashboard.py): Tasks' page, Tasks' permission.
+        view = self.admin_site.admin_view(dashboard_view(self))
+        dashboard = path("dashboard/", view, name="toolnexus_django_taskrecord_dashboard")
+        return [dashboard, *super().get_urls()]

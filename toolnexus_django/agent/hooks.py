@@ -17,6 +17,8 @@ from typing import Any
 
 import toolnexus
 
+from ..observability import genai
+from ..observability.metric_sources import measuring
 from ..tools.context import name_call, note_turn
 
 HOOK_NAMES = ("before_llm", "after_llm", "before_tool", "after_tool")
@@ -37,22 +39,49 @@ def naming_calls(client: toolnexus.Client) -> toolnexus.Client:
     """A shallow copy of ``client`` whose hooks name each tool call in the
     run's context: ``before_llm`` notes where the model's answer goes in the
     transcript (after the project's own hook, which may replace the
-    messages), ``before_tool`` names the call before the project's own."""
+    messages), ``before_tool`` names the call before the project's own. When
+    the run is traced, the wrapped hooks also make its ``chat`` and
+    ``execute_tool`` spans (:mod:`..observability.genai`)."""
     hooks = hooks_as_dict(client.hooks)
     their_llm, their_tool = hooks.get("before_llm"), hooks.get("before_tool")
+    their_after_llm, their_after_tool = hooks.get("after_llm"), hooks.get("after_tool")
 
     async def before_llm(event: dict[str, Any]) -> Any:
         override = await _call(their_llm, event)
         sent = (override or {}).get("messages")
         note_turn(sent if sent is not None else event.get("messages") or [])
+        genai.before_llm(event, (override or {}).get("model"))  # a no-op unless traced
         return override
+
+    async def after_llm(event: dict[str, Any]) -> Any:
+        genai.after_llm(event)
+        return await _call(their_after_llm, event)
 
     async def before_tool(event: dict[str, Any]) -> Any:
         name_call(event)
-        return await _call(their_tool, event)
+        genai.before_tool(event)
+        override = await _call(their_tool, event)
+        given = (override or {}).get("result")
+        if given is not None and toolnexus.pending_of(given) is None:
+            genai.after_tool({**event, "result": given})  # short-circuited: no after_tool
+        return override
+
+    async def after_tool(event: dict[str, Any]) -> Any:
+        override = await _call(their_after_tool, event)
+        given = (override or {}).get("result")
+        genai.after_tool({**event, "result": given} if given is not None else event)
+        return override
 
     named = copy.copy(client)
-    named.hooks = {**hooks, "before_llm": before_llm, "before_tool": before_tool}
+    named.hooks = {
+        **hooks,
+        "before_llm": before_llm,
+        "after_llm": after_llm,
+        "before_tool": before_tool,
+        "after_tool": after_tool,
+    }
+    # Metrics count toolnexus's own per-call events (failed calls too).
+    named.on_metric = measuring(client.on_metric)
     return named
 
 

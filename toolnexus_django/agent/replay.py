@@ -28,6 +28,7 @@ import toolnexus
 from toolnexus import Answer, Request, ToolContext, ToolResult, pending_of
 
 from ..jsontree import copy_json
+from ..observability import genai, metrics
 from ..tools.context import CallIdentity, answered_call, calling
 from .hooks import hooks_as_dict
 from .streaming import OnEvent, streamed_run
@@ -147,10 +148,13 @@ async def continue_run(
         # Made before the run stopped (toolnexus runs a turn's calls at once):
         # an atomic= one returns its recorded outcome instead of running again.
         _tell_call(tell, call)
+        ended = genai.own_tool_call(call.name, call.id)  # its span, when traced
         with calling(_identity(halt, call)):
             later = await toolkit.execute(call.name, call.arguments)
         suspension = pending_of(later)
+        ended(later, suspension is not None)
         if suspension is not None:
+            metrics.tool_called(call.name, "waiting")
             tell({"type": "pending", "request": suspension})
             _append(messages, style, _result_entry(style, call, _placeholder(suspension)))
             return _suspended(messages, suspension, client)
@@ -173,16 +177,20 @@ async def _answered(
     """The halted call's result once answered (run again with the answer
     when ``ok``), or the different Request it suspended on this time."""
     if not answer.ok:
+        metrics.tool_called(halt.halted.name, "declined")  # the call never runs
         return declined_result(request, answer), None
     # current_run() in the answered call names the answer, its approvers
     # and the call: its turn and id key an atomic= call's recorded outcome.
     _tell_call(tell, halt.halted)
+    ended = genai.own_tool_call(halt.halted.name, halt.halted.id)  # its span, when traced
     with answered_call(answer, _identity(halt, halt.halted)):
         result = await toolkit.execute(
             halt.halted.name, halt.halted.arguments, ToolContext(answer=answer)
         )
     again = pending_of(result)
+    ended(result, again is not None)
     if again is not None and again.id != request.id:
+        metrics.tool_called(halt.halted.name, "waiting")
         tell({"type": "pending", "request": again})
         return result, again
     if again is not None:
@@ -201,6 +209,8 @@ def _tell_call(tell: OnEvent, call: Call) -> None:
 
 
 def _tell_result(tell: OnEvent, call: Call, result: ToolResult) -> None:
+    # toolnexus counts the calls it runs; these calls the resume runs itself.
+    metrics.tool_called(call.name, "error" if result.is_error else "ok")
     tell({"type": "tool_result", "id": call.id, "name": call.name, "is_error": result.is_error})
 
 

@@ -6,17 +6,19 @@ misconfiguration with its own id — one id per problem (:mod:`.problems` lists
 them all; docs/reference/checks.md explains each) — never as a traceback at
 request time. One module per part of the setting:
 
-==============  ====================================================
-toplevel.py     the dict's keys; the top-level settings of no section
-store.py        ``STORE``, ``EVENT_LISTENER``
-agent.py        ``AGENT``, ``TOOLKIT``, ``CLIENT``
-limits.py       the numbers
-review.py       ``REVIEW``
-push.py         ``PUSH``
-mcp.py          ``MCP``
-grpc.py         ``GRPC``
-security.py     an endpoint open to anyone (the ``security`` tag)
-==============  ====================================================
+================  ====================================================
+toplevel.py       the dict's keys; the top-level settings of no section
+store.py          ``STORE``, ``EVENT_LISTENER``
+agent.py          ``AGENT``, ``TOOLKIT``, ``CLIENT``
+limits.py         the numbers
+review.py         ``REVIEW``
+push.py           ``PUSH``
+mcp.py            ``MCP``
+grpc.py           ``GRPC``
+observability.py  ``TRACING``
+metrics.py        ``METRICS``
+security.py       an endpoint open to anyone (the ``security`` tag)
+================  ====================================================
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from .agent import check_agent
 from .grpc import check_grpc
 from .limits import check_limits
 from .mcp import check_mcp
+from .metrics import check_metrics
+from .observability import check_tracing
 from .problems import PROBLEMS, RETIRED_IDS, problem
 from .push import check_push
 from .review import check_review
@@ -45,6 +49,7 @@ __all__ = [
     "check_endpoint_not_open",
     "check_grpc",
     "check_mcp",
+    "check_metrics",
     "check_push",
     "check_review",
     "check_settings",
@@ -70,6 +75,8 @@ def check_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> l
     errors += check_push()
     errors += check_mcp()
     errors += check_grpc()
+    errors += check_tracing()
+    errors += check_metrics()
     return errors
 
 

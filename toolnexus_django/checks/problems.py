@@ -4,10 +4,10 @@ that makes their messages.
 Ids are grouped by the module that raises them: E1xx the ``TOOLNEXUS`` dict
 and its top-level keys (:mod:`.toplevel`), E2xx ``STORE`` and ``EVENT_LISTENER`` (:mod:`.store`),
 E3xx ``AGENT`` / ``TOOLKIT`` / ``CLIENT`` (:mod:`.agent`), E4xx the numbers
-(:mod:`.limits`), E5xx ``REVIEW``, E6xx ``PUSH``, E7xx ``MCP``, E8xx ``GRPC``. The ids from
-before that already named one problem kept their number. docs/reference/checks.md
-(generated from this module) lists them all; a test holds the two (and each
-id's one raise) together.
+(:mod:`.limits`), E5xx ``REVIEW``, E6xx ``PUSH``, E7xx ``MCP``, E8xx ``GRPC``,
+E90x ``TRACING``, E95x ``METRICS``. The ids from before that already named one
+problem kept their number. docs/reference/checks.md (generated from this module) lists them all; a
+test holds the two (and each id's one raise) together.
 """
 
 from __future__ import annotations
@@ -142,6 +142,16 @@ PROBLEMS: dict[str, str] = {
     "E803": 'GRPC["URL"] is not a string (or None)',
     "E804": 'GRPC["ADDRESS"] is set but grpcio or the a2a-sdk is not installed',
     "W800": 'GRPC["ADDRESS"] listens on every interface and no URL says where clients dial',
+    # metrics.py
+    "E950": "METRICS is not a dict (or None)",
+    "E951": "METRICS has an unknown key",
+    "E952": "METRICS admits nobody (neither TOKEN nor PERMISSION is set)",
+    "E953": 'METRICS["TOKEN"] is not a non-empty string (or None)',
+    "E954": 'METRICS["PERMISSION"] is not "app_label.codename" (or None)',
+    "E955": "METRICS is set but prometheus_client is not installed",
+    # observability.py: TRACING
+    "E900": "TRACING is not True or False",
+    "E901": "TRACING is on but opentelemetry-api is not installed",
     # security.py
     "W002": "the endpoint admits anonymous callers and DEBUG is off",
 }

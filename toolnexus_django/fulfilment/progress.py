@@ -31,6 +31,7 @@ from typing import Any
 from ..conf import toolnexus_settings
 from ..lifecycle import live
 from ..lifecycle.moves import max_output_chars
+from ..observability import genai
 from ..runtime.outages import log_exception
 from ..stores import TaskStore
 
@@ -93,6 +94,7 @@ class RunProgress:
         if not delta:
             return
         now = time.monotonic()
+        genai.first_chunk()  # the model call's span, when traced
         if self.first_text_ms is None:
             self.first_text_ms = round((now - self._began) * 1000)
         self._pending.append(delta)

@@ -31,6 +31,8 @@ from ..agent.transcript import halted_tool
 from ..conf import toolnexus_settings
 from ..lifecycle import states
 from ..lifecycle.private import seq_of
+from ..observability import metrics
+from ..observability.logs import naming_task, note_task
 from ..runtime.outages import log_exception
 from ..stores import TaskStore, get_task_store
 from ..stores.base import Task, state_of
@@ -41,6 +43,7 @@ from .callerthread import CallerThread
 from .failures import Failure, failure_of, log_failure
 from .leases import RunningRun, keeper, lease_seconds, worker_id
 from .progress import RunProgress
+from .runspans import traced_run
 
 logger = logging.getLogger("toolnexus_django.fulfilment")
 
@@ -58,6 +61,8 @@ async def fulfil(task_id: str, store: TaskStore, db: Db, *, known: Task | None =
     """Run the submitted Task ``task_id`` (``known``: its version as stored, if
     the caller has it); returns the state it ended in. Never raises for a run
     that fails: the failure is recorded on the Task."""
+    note_task(task_id)  # the run's log lines name it (its own context)
+    db = naming_task(db, task_id)  # and its database work's
     runtime = get_runtime()
     prepare = partial(_prepare, runtime.toolkit)
     task, moved, prepared = await db(
@@ -89,7 +94,7 @@ async def fulfil(task_id: str, store: TaskStore, db: Db, *, known: Task | None =
             )
         return result, getattr(runtime.client, "style", "openai")
 
-    return await _run(store, claimed, work, db)
+    return await traced_run(_run, store, claimed, work, db)
 
 
 def _prepare(toolkit: Any, claimed: Task) -> tuple[Any, Any, Any]:
@@ -110,6 +115,9 @@ async def resume(task_id: str, store: TaskStore, db: Db) -> str:
     """Resume the answered Task ``task_id`` from where its run stopped
     (:mod:`..agent.replay`); returns the state it ended in."""
     from toolnexus import Answer, Request
+
+    note_task(task_id)
+    db = naming_task(db, task_id)
 
     task, moved, _ = await db(_take, store, task_id, states.ANSWERED, lifecycle.start_resume)
     if task is None or lifecycle.phase_of(task) != states.ANSWERED:
@@ -149,7 +157,7 @@ async def resume(task_id: str, store: TaskStore, db: Db) -> str:
             )
         return result, style
 
-    return await _run(store, moved.task, work, db)
+    return await traced_run(_run, store, moved.task, work, db)
 
 
 def _take(
@@ -185,6 +193,7 @@ async def _run(store: TaskStore, claimed: Task, work: Work, db: Db) -> str:
     run = RunningRun(store, claimed, handle)
     lease_keeper = keeper()  # the one to leave, even once a stop replaced it
     lease_keeper.add(run)
+    ended = metrics.run_started()  # in flight until ended(), which records its duration
     result: Any = None
     style = "openai"
     failure: Failure | None = None
@@ -206,6 +215,7 @@ async def _run(store: TaskStore, claimed: Task, work: Work, db: Db) -> str:
         return await record_outcome(run, result, style, failure, db, progress)
     finally:
         lease_keeper.remove(run)
+        ended()
         if progress is not None:
             progress.close()
 
@@ -297,7 +307,8 @@ def outcome_move(
         )  # fmt: skip
     if result.status == "incomplete":
         reason = f"The run stopped at its {result.limit or 'turn'} limit without a final answer"
-        return lambda store, task: lifecycle.fail(store, task, reason)
+        usage = dict(result.usage or {})  # the turns it ran still count
+        return lambda store, task: lifecycle.fail(store, task, reason, usage=usage)
     usage = dict(result.usage or {})
     artifact_id = progress.artifact_id if progress is not None else None
     return lambda store, task: lifecycle.complete(

@@ -20,6 +20,7 @@ from typing import Any
 
 from toolnexus import Answer
 
+from ..observability import tracing
 from ..stores import TaskStore
 from ..stores.base import Task, state_of
 from . import states
@@ -165,6 +166,9 @@ def take_answer(
     append_history(new, question, verdict.message)
     record_request_outcome(new, pending, verdict.decision)
     private.phase, private.answer = states.ANSWERED, dataclasses.asdict(given)
+    answered_by = tracing.carrier()  # the resumed run links to this decision
+    if answered_by:
+        private.trace = {**(private.trace or {}), "answer": answered_by}
     # Who approved the call, for the tool that runs it (current_run().approved_by).
     approved = given.ok and verdict.role == REVIEWER and bool(actor)
     private.approved_by = (list(approvers) or [str(actor)]) if approved else None

@@ -43,8 +43,15 @@ usage, turns   what the last run used (to its end, or its            complete,
                suspension)                                           suspend
 first_text_ms  milliseconds from the start of the last run to its    complete,
                first chunk of text (a streamed run)                  suspend
+tokens         ``{"input", "output"}``: tokens of all the Task's     complete,
+               runs and resumes, summed (the dashboard's; the        suspend,
+               django store mirrors them in columns)                 fail
 streamed       someone streams the Task: its runs stream from the    submit
                model and keep their live updates (:mod:`.live`)
+trace          W3C trace context (``traceparent``, ``tracestate``)   submit,
+               of the request that started the Task (``start``)     answer
+               and of the decision that answered it (``answer``):
+               its runs continue that trace (TRACING)
 revision       guarded transitions so far (compare-and-set)          stores
 events         the Task's events, where the store keeps them inline  stores
 =============  ====================================================  =========
@@ -93,7 +100,9 @@ _KNOWN = (
     "usage",
     "turns",
     "first_text_ms",
+    "tokens",
     "streamed",
+    "trace",
 )
 
 
@@ -130,8 +139,12 @@ class Private:
     usage: dict[str, Any] | None = None
     turns: int | None = None
     first_text_ms: int | None = None
+    #: Tokens of every run so far: ``{"input": n, "output": n}`` (:meth:`add_usage`).
+    tokens: dict[str, int] | None = None
     #: Sent by a streaming method: its runs stream (:mod:`.live`).
     streamed: bool = False
+    #: Trace context to continue: ``{"start": {...}, "answer": {...}}`` (TRACING).
+    trace: dict[str, Any] | None = None
     #: Who sent which messageId (idempotent sends: a repeat returns this Task).
     message_key: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -145,6 +158,18 @@ class Private:
         """The run was given back unfinished (not interrupted): it does not count."""
         self.attempts = max(0, self.attempts - 1)
         self.segment_attempts = max(0, self.segment_attempts - 1)
+
+    def add_usage(self, usage: dict[str, Any] | None) -> None:
+        """Add a run's usage (toolnexus's ``prompt_tokens`` / ``completion_tokens``,
+        or ``input_tokens`` / ``output_tokens``) to the Task's running sum."""
+        if not usage:
+            return
+        spent = {
+            "input": _whole(usage.get("prompt_tokens", usage.get("input_tokens"))),
+            "output": _whole(usage.get("completion_tokens", usage.get("output_tokens"))),
+        }
+        so_far = self.tokens or {}
+        self.tokens = {k: _whole(so_far.get(k)) + n for k, n in spent.items()}
 
     def end_segment(self) -> None:
         """The run ended cleanly (suspended, finished): the next run — a
@@ -173,6 +198,12 @@ def _segment_attempts(raw: dict[str, Any], phase: str) -> int:
     if phase in (states.QUEUED, states.RUNNING):
         return _whole(raw.get("attempts"))
     return min(1, _whole(raw.get("attempts"))) if phase == states.RESUMING else 0
+
+
+def _tokens(raw: Any) -> dict[str, int] | None:
+    if not isinstance(raw, dict):
+        return None
+    return {"input": _whole(raw.get("input")), "output": _whole(raw.get("output"))}
 
 
 def read(task: Task | None) -> Private:
@@ -217,7 +248,9 @@ def read(task: Task | None) -> Private:
         usage=raw.get("usage") if isinstance(raw.get("usage"), dict) else None,
         turns=raw.get("turns") if isinstance(raw.get("turns"), int) else None,
         first_text_ms=raw["first_text_ms"] if isinstance(raw.get("first_text_ms"), int) else None,
+        tokens=_tokens(raw.get("tokens")),
         streamed=raw.get("streamed") is True,
+        trace=raw.get("trace") if isinstance(raw.get("trace"), dict) else None,
         message_key=raw.get("message_key") if isinstance(raw.get("message_key"), str) else None,
         extra={k: copy_json(v) for k, v in raw.items() if k not in _KNOWN},
     )
@@ -234,7 +267,7 @@ def write(task: Task, private: Private) -> None:
         "pending", "transcript", "style", "halt", "review", "reviewed", "answer",
         "approved_by", "worker",
         "error",
-        "usage", "turns", "first_text_ms", "message_key",
+        "usage", "turns", "first_text_ms", "tokens", "message_key",
     ):  # fmt: skip
         value = getattr(private, key)
         if value is not None:
@@ -246,6 +279,8 @@ def write(task: Task, private: Private) -> None:
     out["seq"] = private.seq
     if private.streamed:
         out["streamed"] = True
+    if private.trace:
+        out["trace"] = private.trace
     task[PRIVATE_KEY] = out
 
 

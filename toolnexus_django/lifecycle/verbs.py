@@ -18,6 +18,7 @@ from typing import Any
 from ..agent.transcript import TranscriptError, find_halt, last_skill
 from ..bounds import bound_transcript, cut_text
 from ..conf import toolnexus_settings
+from ..observability import tracing
 from ..signals import task_event
 from ..stores import TaskStore
 from ..stores.base import Task
@@ -71,6 +72,9 @@ def submit(
     private = Private(owner=owner, input_text=text, phase=states.QUEUED, seq=1)
     private.new_context = new_context
     private.streamed = streamed and toolnexus_settings.STREAM_LIVE_UPDATES is True
+    started_by = tracing.carrier()  # its runs continue this request's trace
+    if started_by:
+        private.trace = {"start": started_by}
     if toolnexus_settings.IDEMPOTENCY_WINDOW != 0:
         private.message_key = message_key(owner, message.get("messageId"))
     write(task, private)
@@ -171,6 +175,7 @@ def suspend(
     private.pending = req
     # The run record: what this run (up to its suspension) used.
     private.usage, private.turns, private.first_text_ms = usage, turns, first_text_ms
+    private.add_usage(usage)  # the Task's sum, over all its runs
     # Each message's text bounded; never trimmed in count (resume needs the halt).
     private.transcript = bound_transcript(
         transcript, max_messages=len(transcript), max_chars=max_output_chars()
@@ -228,6 +233,7 @@ def complete(
     private.end_segment()
     private.phase, private.lease, private.usage, private.turns = states.DONE, None, usage, turns
     private.first_text_ms = first_text_ms
+    private.add_usage(usage)
     return commit(
         store, task, new, private, "complete", actor=worker, actor_kind=WORKER, via="worker",
         artifacts=(artifact_id,),
@@ -244,10 +250,12 @@ def fail(
     actor_kind: str = WORKER,
     via: str = "worker",
     detail: dict[str, Any] | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> Moved | None:
     """Failed, with a readable reason as the status message (public: words,
     never an exception's text); ``detail`` (the exception, say) stays in the
-    event's private detail."""
+    event's private detail. ``usage``: what the failed run used, when known
+    (added to the Task's token sum)."""
     new, private = begin(task, kind)
     reason = cut_text(reason, MAX_REASON_CHARS)
     set_status(new, states.FAILED, reason)
@@ -257,6 +265,7 @@ def fail(
     if kind == "fail":  # the run's own end; a give-up keeps the count it gave up at
         private.end_segment()
     private.phase, private.lease, private.error = states.DONE, None, reason
+    private.add_usage(usage)
     return commit(
         store, task, new, private, kind, actor=actor, actor_kind=actor_kind, via=via,
         detail={"error": reason, **(detail or {})},

@@ -34,10 +34,12 @@ from typing import Any
 
 from django.db import IntegrityError, InterfaceError, OperationalError, connections
 
+from .. import lifecycle
 from ..a2a.pushconfig import keeps_configs
 from ..conf import toolnexus_settings
 from ..fulfilment.jobs import job
 from ..lifecycle.events import Event
+from ..observability import metrics, tracing
 from ..runtime.outages import log_exception
 from ..runtime.registry import PerProcess, Stage
 from ..runtime.threads import DaemonThreadPool
@@ -250,7 +252,9 @@ def deliver(key: Any, *, using: str = "default") -> str:
         task = store.get(row.task_id) or {"id": row.task_id}
         for event in events[:BATCH]:
             done: list[Attempt] = []
-            result = _deliver_event(book, key, row, task, event, holder, done, using)
+            with tracing.push_span(row.task_id, event.to_state, task, lifecycle.read) as outcome_of:
+                result = _deliver_event(book, key, row, task, event, holder, done, using)
+                outcome_of(result)
             if result not in (DELIVERED, GAVE_UP):
                 return result
             outcome = DELIVERED
@@ -286,6 +290,7 @@ def _deliver_event(
         reply = send(target, row, notification_id, body, timeout)
         if reply.delivered:
             done.append(Attempt(event.seq, notification_id, attempt, DELIVERED, reply.status))
+            metrics.push_attempted(DELIVERED)
             logger.debug("push delivered: Task %s event %s", row.task_id, notification_id)
             continue
         outcome = _failed(book, key, row, holder, using, event.seq, notification_id, reply)
@@ -311,6 +316,7 @@ def _failed(
     if reply.unsendable:  # it would fail the same way every time: disabled now
         reason = f"{error}; set the config again"
         book.log(key, row, Attempt(seq, notification_id, attempt, DISABLED, None, reason))
+        metrics.push_attempted(DISABLED)
         _disable(book, key, row, holder, reason)  # its one log line
         return DISABLED
     if not reply.retryable:
@@ -359,6 +365,7 @@ def _log(book: Book, key: Any, row: Any, attempt: Attempt) -> None:
 
 
 def _report(row: Any, attempt: Attempt) -> None:
+    metrics.push_attempted(attempt.outcome)
     logger.log(
         logging.INFO if attempt.outcome == DELIVERED else logging.WARNING,
         "push %s of Task %s event %s to %s: %s%s",
@@ -375,6 +382,7 @@ def _disable(book: Book, key: Any, row: Any, holder: str, reason: str) -> None:
     from django.utils import timezone
 
     book.release(key, holder, disabled_at=timezone.now(), disabled_reason=reason[:2000])
+    metrics.push_disabled()
     logger.warning("push config %s of Task %s disabled: %s", row.config_id, row.task_id, reason)
 
 

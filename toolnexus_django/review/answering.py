@@ -38,14 +38,34 @@ from ..lifecycle.requests import (
     invalid,
     not_allowed_message,
 )
+from ..observability import spannames as names
+from ..observability import tracing
 from ..signals import task_answered
 from ..stores import TaskStore, get_task_store
-from ..stores.base import Task
+from ..stores.base import Task, state_of
 from .edits import edited_transcript
 from .reviewers import HOLD_KEYS, approvals_needed, approvals_of, check_reviewer
 
 
 def answer(store: TaskStore, task: Task, verdict: Verdict) -> lifecycle.Moved:
+    """:func:`take_verdict`, inside its span when TRACING is on."""
+    if not tracing.recording():
+        return take_verdict(store, task, verdict)
+    attributes = {
+        names.TASK_ID: task.get("id"),
+        names.CONVERSATION: task.get("contextId"),
+        names.DECISION: verdict.decision,
+        names.DECISION_ROLE: verdict.role,
+        names.USER_ID: verdict.by,
+    }
+    started = (lifecycle.read(task).trace or {}).get("start")
+    with tracing.span(f"review {verdict.decision}", attributes, links={"start": started}) as span:
+        moved = take_verdict(store, task, verdict)
+        tracing.note(span, {names.TASK_STATE: names.task_state(state_of(moved.task))})
+        return moved
+
+
+def take_verdict(store: TaskStore, task: Task, verdict: Verdict) -> lifecycle.Moved:
     """Take ``verdict`` for the waiting ``task``: ``working`` with the answer
     waiting to be resumed. Raises :class:`AnswerRefused`, changing nothing,
     when a reviewing ``user`` may not answer it (no permission, their own

@@ -75,6 +75,11 @@ class DatabaseThreads:
         self._idle = 0
         self._closed = False
 
+    @property
+    def waiting(self) -> int:
+        """Work items not yet taken by a thread (metrics' queue depth; approximate)."""
+        return self._work.qsize()
+
     def submit(self, loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], args: Any) -> Any:
         future = loop.create_future()
         with self._lock:

@@ -42,6 +42,7 @@ from ..a2a.methods import Awaiting, CallContext, EventStream
 from ..a2a.refusals import Refused
 from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
 from ..conf import toolnexus_settings
+from ..observability import tracing
 from ..runtime.dbthreads import run_sync
 from ..runtime.outages import log_exception
 from ..runtime.registry import PerProcess
@@ -136,15 +137,23 @@ setting_changed.connect(_drf_changed)
 
 
 def call_context(
-    scope: HTTPScope, store: Any, request: Any, version: str | None, rpc_path: str
+    scope: HTTPScope,
+    store: Any,
+    request: Any,
+    version: str | None,
+    rpc_path: str,
+    binding: str = "jsonrpc",
 ) -> CallContext:
     """Who is calling and what they may do, for the handler."""
+    headers = headers_of(scope)
     return CallContext(
         store=store,
         actions=EndpointActions(store),
         owner=caller_owner(request),
         a2a_version=version,
-        last_event_id=headers_of(scope).get("last-event-id"),
+        last_event_id=headers.get("last-event-id"),
+        binding=binding,
+        trace_headers=headers if tracing.recording() else None,
         held=None,  # waiting holds no thread here
         # None for a caller DRF did not see: anonymous, as DRF would have found.
         extended_card=extended_card_builder(
@@ -325,7 +334,7 @@ async def serve_rest(
             body,
             call,
             parse,
-            lambda request: call_context(scope, store, request, "1.0", rpc_path),
+            lambda request: call_context(scope, store, request, "1.0", rpc_path, "http+json"),
             rest=True,
         )
         if isinstance(result, EventStream):

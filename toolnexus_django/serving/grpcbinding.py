@@ -72,6 +72,7 @@ from ..a2a.jsonrpc import (
     RpcRequest,
 )
 from ..a2a.methods import Awaiting, CallContext, EventStream
+from ..observability import tracing
 from ..runtime.dbthreads import run_sync
 from ..runtime.outages import log_exception
 from .endpoint import Bound, bound, takes_drf
@@ -124,6 +125,8 @@ def grpc_call_context(
         owner=caller_owner(request),
         a2a_version="1.0",
         last_event_id=info.get("last-event-id"),
+        binding="grpc",
+        trace_headers=dict(info.metadata) if tracing.recording() else None,
         held=None,  # waiting holds no thread here
         # None for a caller DRF did not see: anonymous, as DRF would have found.
         extended_card=extended_card_builder(request, endpoint_url, binding.authentication),

@@ -16,6 +16,7 @@ What a request may change comes in with its context: :class:`EndpointActions`.
 
 from __future__ import annotations
 
+import functools
 from concurrent.futures import Future
 from typing import Any
 
@@ -30,6 +31,8 @@ from ..a2a.pushconfig import PushConfigs, keeps_configs
 from ..fulfilment.jobs import schedule_fulfilment
 from ..lifecycle.messages import answer_data, user_message
 from ..mcp.exchange import Exchange, Reply, start_exchange
+from ..observability import tracing
+from ..observability.mcpspans import traced_mcp
 from ..push.configs import DatabasePushConfigs, LocalPushConfigs
 from ..review import NotCancelable, TaskNotFound, answer_task, cancel_task
 from ..stores import DjangoTaskStore, DuplicateMessage, TaskStore
@@ -63,6 +66,8 @@ class RequestHandler:
 
     def operation(self, name: str) -> Operation:
         method: Operation = getattr(self, METHODS[name])
+        if tracing.recording():  # a SERVER span named after the operation
+            return tracing.traced_operation(name, method)
         return method
 
     def on_send_message(self, params: Params, ctx: CallContext, dialect: Dialect) -> Any:
@@ -112,6 +117,9 @@ class RequestHandler:
     def on_mcp_request(self, exchange: Exchange) -> Future[Reply]:
         """One MCP request (streamable HTTP), answered by a fresh MCP server
         on the runtime's loop; the edge waits for the reply within its deadline."""
+        if tracing.recording():
+            start = functools.partial(start_exchange, exchange)
+            return traced_mcp(exchange.headers, exchange.body, exchange.caller.id, start)
         return start_exchange(exchange)
 
 

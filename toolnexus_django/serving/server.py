@@ -45,6 +45,7 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
 from ..conf import import_path, setting_name, toolnexus_settings
+from ..observability import metrics
 from ..runtime import grace_seconds
 from .addresses import DEFAULT_ADDR, DEFAULT_PORT, netloc, parse_addrport
 from .httpprotocol import DEFAULT_MAX_HEADER_BYTES
@@ -270,6 +271,8 @@ class ServeApplication(BaseApplication):
             "pre_fork": _pre_fork,
             "post_fork": _post_fork,
             "on_exit": lambda arbiter: self.on_stopped(),
+            # Metrics: a gone worker's live gauges stop counting.
+            "child_exit": lambda arbiter, worker: metrics.process_exited(worker.pid),
         }
         if "control_socket_disable" in self.cfg.settings:
             # gunicorn >= 25.1 would run a control-socket thread in the master

@@ -23,6 +23,7 @@ from django.urls import URLPattern, path, re_path
 
 from .card import AgentCardView
 from .mcp import McpView
+from .metrics import MetricsView
 from .wsgi import JsonRpcView, JwksView, RestView
 
 app_name = "toolnexus_django"
@@ -41,6 +42,8 @@ urlpatterns = [
     path(".well-known/jwks.json", JwksView.as_view(), name="jwks"),
     # The toolkit as an MCP server (404 unless TOOLNEXUS["MCP"]["tools"] is set).
     path("mcp", McpView.as_view(), name="mcp"),
+    # Prometheus metrics (404 unless TOOLNEXUS["METRICS"] admits the caller).
+    path("metrics", MetricsView.as_view(), name="metrics"),
     path("", JsonRpcView.as_view(), name="rpc"),
     re_path(REST_ROUTES, RestView.as_view(), name="rest"),
     re_path(OTHER_PATHS, RestView.as_view(), name="rest-other"),

@@ -43,6 +43,7 @@ from ..a2a.methods import Awaiting, CallContext, EventStream
 from ..a2a.refusals import Refused
 from ..a2a.rest import MethodNotAllowed, RestEnvelope, check_version, rest_error, route
 from ..keys import jwks
+from ..observability import tracing
 from ..runtime.outages import log_exception
 from ..stores import TaskStore, get_task_store
 from ..strictjson import dumps
@@ -108,6 +109,8 @@ class JsonRpcView(EndpointAccess):
             owner=caller_owner(request),
             a2a_version=version,
             last_event_id=request.headers.get("Last-Event-ID"),
+            binding="http+json" if isinstance(self, RestView) else "jsonrpc",
+            trace_headers=request.headers if tracing.recording() else None,
             # Each waiting request holds one of this server's threads.
             held=held,
             extended_card=extended_card_builder(

@@ -195,6 +195,7 @@ class DjangoTaskStore(DatabaseLiveUpdates, TaskStore):
             "lease_expires_at": parse_instant(lease.get("until")),
             "attempts": int(private.get("attempts") or 0),
             "message_key": message_key_of(task),
+            **_tokens(private.get("tokens")),
         }
 
     def save(self, task: Task, event: Event | None = None) -> None:
@@ -382,6 +383,11 @@ class DjangoTaskStore(DatabaseLiveUpdates, TaskStore):
 
     def __repr__(self) -> str:
         return f"<DjangoTaskStore using={self.using!r}>"
+
+
+def _tokens(raw: Any) -> dict[str, int]:  # the columns of _private.tokens
+    sums = raw if isinstance(raw, dict) else {}
+    return {f"{k}_tokens": max(0, int(sums.get(k) or 0)) for k in ("input", "output")}
 
 
 def _aware(value: datetime | str) -> datetime:

@@ -20,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
 from ...conf import import_path, toolnexus_settings
+from ...observability import metrics
 from ...runtime import dbthreads, grace_seconds
 from ...serving.filelimit import raise_open_files
 from ...serving.server import (
@@ -148,6 +149,8 @@ class Command(BaseCommand):
                 check_bindable(grpc[0], grpc[1])
         except OSError as e:
             raise CommandError(str(e)) from None
+        # Metrics on: every worker writes its values where a scrape in any reads them all.
+        self.metrics_dir = metrics.prepare_multiprocess()
         try:
             self.serving_static = not options["no_static"]
             app = asgi_application(serve_static=self.serving_static)
@@ -234,5 +237,6 @@ class Command(BaseCommand):
         self.stdout.flush()
 
     def stopped(self) -> None:
+        metrics.remove_directory(getattr(self, "metrics_dir", None))
         self.stdout.write("toolnexus_serve stopped.")
         self.stdout.flush()

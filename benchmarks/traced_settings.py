@@ -10,12 +10,14 @@ collector) and costs what it costs alongside any server.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
 from testproject.settings import *  # noqa: F403
 from testproject.settings import TOOLNEXUS
@@ -30,6 +32,13 @@ class Dropped(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
-_provider = TracerProvider(resource=Resource.create({"service.name": "toolnexus-bench"}))
+#: The share of traces recorded (``TOOLNEXUS_TRACE_SAMPLE_RATIO``, default all):
+#: a ParentBased(TraceIdRatioBased) sampler, as a busy project would run.
+RATIO = float(os.environ.get("TOOLNEXUS_TRACE_SAMPLE_RATIO", "1"))
+
+_provider = TracerProvider(
+    resource=Resource.create({"service.name": "toolnexus-bench"}),
+    sampler=ParentBased(TraceIdRatioBased(RATIO)),
+)
 _provider.add_span_processor(BatchSpanProcessor(Dropped()))
 trace.set_tracer_provider(_provider)

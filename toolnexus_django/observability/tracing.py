@@ -186,24 +186,33 @@ def current_trace_id() -> str | None:
 
 def traced_operation(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     """``method`` (a handler's ``on_*``) inside a SERVER span named after the
-    A2A operation ``name``, the caller's ``traceparent`` its parent."""
+    A2A operation ``name``, the caller's ``traceparent`` its parent.
+
+    Lean: a GetTask costs the server about 0.3 ms of CPU and a span of the
+    SDK about a tenth of that, so nothing here adds to it what it can skip —
+    the propagator reads the headers only when one of its fields is there,
+    and the span's attributes are given once, at its start, where the SDK
+    checks them in one pass."""
+    from opentelemetry import trace
+
+    span_name = names.OPERATIONS.get(name, name)
+    server = trace.SpanKind.SERVER
 
     def traced(params: dict[str, Any], ctx: Any, dialect: Any) -> Any:
-        from opentelemetry import propagate, trace
-
-        headers = getattr(ctx, "trace_headers", None)
-        parent = propagate.extract(headers) if headers else None
+        headers = ctx.trace_headers
         attributes = {
-            names.DIALECT: getattr(dialect, "value", str(dialect)),
-            names.BINDING: getattr(ctx, "binding", None),
-            names.USER_ID: getattr(ctx, "owner", None) or "anonymous",
-            names.TASK_ID: _asked_task(name, params, getattr(dialect, "value", "") == "1.0"),
+            names.DIALECT: dialect.value,
+            names.BINDING: ctx.binding,
+            names.USER_ID: ctx.owner or "anonymous",
         }
+        asked = _asked_task(name, params, dialect.value == "1.0")
+        if asked is not None:
+            attributes[names.TASK_ID] = asked
         with tracer().start_as_current_span(
-            names.OPERATIONS.get(name, name),
-            context=parent,
-            kind=trace.SpanKind.SERVER,
-            attributes=_clean(attributes),
+            span_name,
+            context=_parent_of(headers) if headers else None,
+            kind=server,
+            attributes=attributes,
             record_exception=False,
             set_status_on_exception=False,
         ) as current:
@@ -212,10 +221,24 @@ def traced_operation(name: str, method: Callable[..., Any]) -> Callable[..., Any
             except Exception as exc:
                 mark_failed(current, str(getattr(exc, "code", "")) or type(exc).__qualname__)
                 raise
-            note(current, _task_attributes(result))
+            found = _task_attributes(result)
+            if found:
+                current.set_attributes(found)
             return result
 
     return traced
+
+
+def _parent_of(headers: Mapping[str, str]) -> Any:
+    """The caller's trace context, by the global propagator (W3C Trace Context
+    and baggage unless the project set another), when ``headers`` carry any
+    of its fields; None otherwise (the propagator is not run for nothing)."""
+    from opentelemetry import propagate
+
+    textmap = propagate.get_global_textmap()
+    if not any(field in headers for field in textmap.fields):
+        return None
+    return propagate.extract(headers)
 
 
 def _asked_task(operation: str, params: Any, v1: bool) -> str | None:
@@ -239,11 +262,13 @@ def _task_attributes(result: Any) -> dict[str, Any]:
         task = task["task"]
     if not isinstance(task, dict) or not isinstance(task.get("status"), dict):
         return {}
-    return {
-        names.TASK_ID: task.get("id"),
-        names.TASK_STATE: names.task_state(task["status"].get("state")),
-        names.CONVERSATION: task.get("contextId"),
-    }
+    return _clean(
+        {
+            names.TASK_ID: task.get("id"),
+            names.TASK_STATE: names.task_state(task["status"].get("state")),
+            names.CONVERSATION: task.get("contextId"),
+        }
+    )
 
 
 # -- push deliveries ------------------------------------------------------------------

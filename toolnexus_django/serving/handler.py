@@ -59,6 +59,9 @@ METHODS = {
 class RequestHandler:
     """The A2A operations, one method each (the a2a-sdk server's shape)."""
 
+    def __init__(self) -> None:
+        self._wrappers: dict[str, tuple[Operation, Operation]] = {}
+
     def dispatch(self, request: RpcRequest, ctx: CallContext) -> Any:
         """Answer one JSON-RPC (or routed HTTP+JSON) request: its result,
         an ``EventStream`` or an ``Awaiting``; raises ``RpcError``."""
@@ -67,8 +70,17 @@ class RequestHandler:
     def operation(self, name: str) -> Operation:
         method: Operation = getattr(self, METHODS[name])
         if tracing.recording():  # a SERVER span named after the operation
-            return tracing.traced_operation(name, method)
+            return self._traced(name, method)
         return method
+
+    def _traced(self, name: str, method: Operation) -> Operation:
+        # One wrapper per operation (and method, which a test may replace),
+        # made once: not a closure per request.
+        made = self._wrappers.get(name)
+        if made is None or made[0] != method:
+            made = (method, tracing.traced_operation(name, method))
+            self._wrappers[name] = made
+        return made[1]
 
     def on_send_message(self, params: Params, ctx: CallContext, dialect: Dialect) -> Any:
         """SendMessage / message/send (a blocking one: an ``Awaiting``)."""

@@ -3,8 +3,9 @@
 requester can never approve its own claim), ``pay_supplier`` asks two
 different reviewers (four eyes, set in the settings' ``REVIEW``),
 ``ask_requester`` asks the *requester* for missing details (kind ``input``,
-answered by a message with the taskId, or by a reviewer) — and a
-deterministic offline model for when no LLM_BASE_URL is set.
+answered by a message with the taskId, or by a reviewer) — and the
+offline model for when no LLM_BASE_URL is set: the shipped
+:mod:`toolnexus_django.offline` model, taught the demo's phrasing.
 
 The ``file_expense`` here is the app's example tool
 (:mod:`toolnexus_django.examples`, no database), re-exported for the
@@ -24,7 +25,7 @@ import toolnexus
 from toolnexus import ToolContext, ToolResult
 
 import toolnexus_django
-from toolnexus_django.agent.inprocess import in_process_client
+from toolnexus_django import offline
 
 # The approval tool is the app's shipped example (the README's Install names
 # it); re-exported so "testproject.demo.file_expense" keeps working.
@@ -106,66 +107,57 @@ def _pay_supplier(supplier: str, amount: float, ctx: ToolContext | None = None) 
 pay_supplier = toolnexus.tool(name="pay_supplier")(_pay_supplier)
 
 _AMOUNT = re.compile(r"(\d+(?:\.\d+)?)")
-
-
-def _last_user_text(messages: list[dict[str, Any]]) -> str:
-    for message in reversed(messages):
-        if message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):
-                return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
 #: What an expense is for: "file an expense of 42 for a taxi" -> "a taxi".
 _FOR = re.compile(r"\bfor\s+(.+?)\s*[.!?]*$", re.I | re.S)
 _MINE = re.compile(r"\bmy\s+(?:expenses|expense\s+claims|claims)\b", re.I)
-
-
-def _offered(request: dict[str, Any]) -> set[str]:
-    """The tools the run offers the model (a run's owner without a tool's
-    permission is not offered it)."""
-    names = set()
-    for declared in request.get("tools") or []:
-        function = declared.get("function") if isinstance(declared, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            names.add(function["name"])
-    return names
 
 
 def _call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
-def demo_generate(request: dict[str, Any]) -> dict[str, Any]:
-    """A deterministic stand-in model: "my expenses" calls ``my_expenses``,
-    expense requests call ``file_expense``, trips call ``ask_requester`` —
-    each only if the run offers it, as a real model would — tool results are
-    reported back, anything else gets a short summary."""
-    messages = request.get("messages") or []
-    last = messages[-1] if messages else {}
-    if last.get("role") == "tool":
-        return {"content": f"Done. {last.get('content', '')}"}
-    text = _last_user_text(messages)
-    offered = _offered(request)
-    if "trip" in text.lower():
+def _trip(prompt: offline.Prompt) -> dict[str, Any] | None:
+    """A trip: ask the requester where and when."""
+    if "trip" in prompt.text.lower():
         return _call("ask_requester", question="Where to, and on which dates?")
-    if _MINE.search(text):
-        if "my_expenses" not in offered:
-            return {"content": _not_offered("show your expense claims", "view")}
-        return _call("my_expenses")
+    return None
+
+
+def _mine(prompt: offline.Prompt) -> dict[str, Any] | None:
+    """A request for "my expenses": list them."""
+    if not _MINE.search(prompt.text):
+        return None
+    if "my_expenses" not in prompt.offered:
+        return {"content": _not_offered("show your expense claims", "view")}
+    return _call("my_expenses")
+
+
+def _expense(prompt: offline.Prompt) -> dict[str, Any] | None:
+    """An expense and an amount ("file an expense of 42 for a taxi"): file it, for
+    what follows the amount's "for"."""
+    text = prompt.text
     match = _AMOUNT.search(text)
-    if "expense" in text.lower() and match:
-        if "file_expense" not in offered:
-            return {"content": _not_offered("file expense claims for you", "add")}
-        purpose = _FOR.search(text[match.end() :])
-        description = (purpose.group(1) if purpose else text)[:80]
-        return _call("file_expense", amount=float(match.group(1)), description=description)
-    words = text.split()
-    summary = " ".join(words[:12]) + (" ..." if len(words) > 12 else "")
-    return {"content": f"Summary ({len(words)} words): {summary}"}
+    if "expense" not in text.lower() or not match:
+        return None
+    if "file_expense" not in prompt.offered:
+        return {"content": _not_offered("file expense claims for you", "add")}
+    purpose = _FOR.search(text[match.end() :])
+    description = (purpose.group(1) if purpose else text)[:80]
+    return _call("file_expense", amount=float(match.group(1)), description=description)
+
+
+#: The demo's phrasing, on top of the shipped offline model's.
+DEMO_RULES: tuple[offline.Rule, ...] = (_trip, _mine, _expense)
+
+
+def demo_generate(request: dict[str, Any]) -> dict[str, Any]:
+    """The shipped offline model (:mod:`toolnexus_django.offline`) with the
+    demo's phrasing first: "my expenses" calls ``my_expenses``, expense
+    requests call ``file_expense``, trips call ``ask_requester`` — each only
+    if the run offers it, as a real model would. Then the shipped behaviour:
+    a message naming an offered tool calls it, tool results are reported
+    back, anything else gets a short summary."""
+    return offline.generate(request, rules=DEMO_RULES)
 
 
 def _not_offered(what: str, action: str) -> str:
@@ -177,10 +169,12 @@ def _not_offered(what: str, action: str) -> str:
 
 def offline_client() -> toolnexus.Client:
     """Deterministic offline demo model (in-process; set LLM_BASE_URL for a real one).
-    A streamed answer comes word by word, DEMO_WORDS_PER_SECOND of them (25;
-    0: at once), so that a stream shows the answer as it is written."""
-    return in_process_client(
-        model="offline-demo", generate=demo_generate, words_per_second=_words_per_second()
+    The shipped ``toolnexus_django.offline.client`` with the demo's phrasing
+    (:data:`DEMO_RULES`). A streamed answer comes word by word,
+    DEMO_WORDS_PER_SECOND of them (25; 0: at once), so that a stream shows
+    the answer as it is written."""
+    return offline.client(
+        rules=DEMO_RULES, model="offline-demo", words_per_second=_words_per_second()
     )
 
 

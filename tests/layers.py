@@ -161,6 +161,11 @@ ROWS: tuple[tuple[Layer, ...], ...] = (
             ("testing",),
             "a project's tests: a scripted model, run_task, answer",
         ),
+        Layer(
+            "offline",
+            ("offline",),
+            "a deterministic offline model, for tests and demos",
+        ),
     ),
     (
         Layer(

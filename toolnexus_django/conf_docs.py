@@ -65,8 +65,9 @@ DOCS: dict[str, str] = {
         'A dict of `toolnexus.create_client()` options — `base_url`, `style` (`"openai"` or '
         '`"anthropic"`), `model`, `api_key`, and any other `create_client` keyword (`timeout_ms`, '
         '`retries`, `max_turns`, `system_prompt`, …); `None` values are dropped — **or** a dotted '
-        'path to a factory `() -> Client` (e.g. one returning '
-        '`toolnexus.create_in_process_client(...)`).'
+        'path to a factory `() -> Client`: `"toolnexus_django.offline.client"`, the shipped '
+        'deterministic offline model (no LLM: for development, tests and demos), or one of '
+        'yours (e.g. returning `toolnexus.create_in_process_client(...)`).'
     ),
     'CLIENT.base_url': "The model endpoint's base URL (an OpenAI- or Anthropic-style API).",
     'CLIENT.style': '`"openai"` or `"anthropic"`: which API the model endpoint speaks.',

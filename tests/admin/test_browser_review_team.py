@@ -309,18 +309,18 @@ def test_the_queue_filters_by_tool_and_claim_and_searches_tools_and_arguments(
         return rows(page)
 
     expect(search("ask_requester")).to_have_count(1)  # a tool's name
-    expect(rows(page).first.locator(f"a[href*='{trip}']")).to_have_count(1)
+    expect(rows(page).first.locator(f"a.tnx-prompt-link[href*='{trip}']")).to_have_count(1)
     expect(search("file_expense")).to_have_count(2)
     found = search("17.125")  # an argument's value, in no prompt
     expect(found).to_have_count(1)
-    expect(found.first.locator(f"a[href*='{hotel}']")).to_have_count(1)
+    expect(found.first.locator(f"a.tnx-prompt-link[href*='{hotel}']")).to_have_count(1)
     expect(search("Lisbon")).to_have_count(1)  # a word of the description
     expect(search("no such words")).to_have_count(0)
 
     page.goto(f"{live_server.url}{QUEUE}")  # the filters' links keep the search
     filters.locator("details[data-filter-title='held'] a", has_text="by me").click()
     expect(rows(page)).to_have_count(1)
-    expect(rows(page).first.locator(f"a[href*='{taxi}']")).to_have_count(1)
+    expect(rows(page).first.locator(f"a.tnx-prompt-link[href*='{taxi}']")).to_have_count(1)
     filters.locator("details[data-filter-title='held'] a", has_text="by nobody").click()
     expect(rows(page)).to_have_count(2)
 

@@ -19,6 +19,7 @@ from ..lifecycle.events import current
 from ..models import TaskRecord
 from ..stores import DjangoTaskStore
 from ..stores.base import Task, parse_instant
+from .actors import REQUESTER_KINDS, People, UserLink
 
 __all__ = [
     "EventView",
@@ -120,27 +121,31 @@ class EventView:
     edited_to: str = ""
     #: Four eyes: "1 of 2" on a first approval.
     approvals: str = ""
+    #: The actor's admin page, for a viewer who may see users ("" else).
+    actor_url: str = ""
 
     @property
     def edited(self) -> bool:
         return bool(self.edited_to)
 
 
-def _view(stored: dict[str, Any]) -> EventView:
+def _view(stored: dict[str, Any], people: People) -> EventView:
     event = current(stored)  # a renamed kind under its name now
     private = event.get("private") or {}
     data = private.get("data")
     at = event.get("at")
+    actor, actor_url = str(event.get("actor") or ""), ""
+    if event.get("actor_kind") == "user":
+        requester = event.get("kind") in REQUESTER_KINDS or private.get("role") == "requester"
+        person = people.named(actor, requester=requester)
+        actor, actor_url = person.name, person.url
     return EventView(
         seq=int(event.get("seq") or 0),
         at=at if isinstance(at, datetime) else parse_instant(at),
         at_raw=at.isoformat() if isinstance(at, datetime) else str(at or ""),
         kind=str(event.get("kind") or ""),
         decision=str(private.get("decision") or ""),
-        # An anonymous caller of an open endpoint has no name.
-        actor=str(
-            event.get("actor") or (owner_label(None) if event.get("actor_kind") == "user" else "")
-        ),
+        actor=actor,
         actor_kind=str(event.get("actor_kind") or ""),
         via=str(event.get("via") or ""),
         from_state=str(event.get("from_state") or ""),
@@ -157,6 +162,7 @@ def _view(stored: dict[str, Any]) -> EventView:
         approvals=f"{private.get('approvals')} of {private.get('needed')}"
         if event.get("kind") == "review_approval"
         else "",
+        actor_url=actor_url,
     )
 
 
@@ -189,14 +195,16 @@ def _legacy(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def timeline(obj: TaskRecord) -> list[EventView]:
+def timeline(obj: TaskRecord, link: UserLink | None = None) -> list[EventView]:
     """Every event of the Task, oldest first (an earlier version's audit
-    trail, for a Task stored before events existed)."""
-    rows = list(
-        obj.events.order_by("seq").values(
+    trail, for a Task stored before events existed), each person by name —
+    linked to their admin page with ``link`` (:func:`.actors.user_link`)."""
+    rows = [
+        dict(row)
+        for row in obj.events.order_by("seq").values(
             "seq", "kind", "from_state", "to_state", "at", "actor", "actor_kind", "via", "private"
         )
-    )
-    if rows:
-        return [_view(dict(row)) for row in rows]
-    return [_view(_legacy(e)) for e in lifecycle.legacy_audit(task_of(obj))]
+    ] or [_legacy(e) for e in lifecycle.legacy_audit(task_of(obj))]
+    names = {str(r.get("actor") or "") for r in rows if r.get("actor_kind") == "user"}
+    people = People(obj.owner, names, link)
+    return [_view(row, people) for row in rows]

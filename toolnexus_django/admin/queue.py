@@ -150,11 +150,14 @@ class AwaitingHumanTaskAdmin(TimelineMixin, ReadOnlyAdmin):
 
     @admin.display(description=_("asks"))
     def asks(self, obj: AwaitingHumanTask) -> str:
+        # The question is what a reviewer reads first: it opens the review page.
         pending = private_of(obj).pending or {}
+        prompt = Truncator(str(pending.get("prompt") or "")).chars(90)
         return format_html(
-            "<strong>{}</strong><br>{}",
+            '<strong>{}</strong><br><a href="{}" class="tnx-prompt-link">{}</a>',
             str(pending.get("kind") or "?"),
-            Truncator(str(pending.get("prompt") or "")).chars(90),
+            self.review_url(obj),
+            prompt or gettext("Review it"),
         )
 
     @admin.display(description=_("tool call"))

@@ -17,6 +17,7 @@ from ..review.forms import SchemaNotSupported
 from ..review.reviewers import is_own_request, is_reviewer, review_state, reviewer_name
 from ..review.schema_forms import schema_form_class
 from ..stores.base import parse_instant
+from .actors import UserLink
 from .display import (
     halted_call,
     owner_label,
@@ -67,10 +68,12 @@ def page_context(
     forms_by_action: dict[str, forms.Form],
     *,
     confirm_hold: bool = False,
+    link: UserLink | None = None,
 ) -> dict[str, Any]:
     """What the page of a waiting Task shows (``forms_by_action``: its answer
     forms), or of an answered one read-only (no forms: what was decided on,
-    and how)."""
+    and how); ``link``: where the people it names have their admin pages,
+    for a viewer who may follow them (:func:`.actors.user_link`)."""
     task = task_of(obj)
     private = lifecycle.read(task)
     waiting = private.phase == lifecycle.states.WAITING
@@ -78,7 +81,7 @@ def page_context(
     pending = shown.pending or {}
     style = shown.style or "openai"
     turns = transcript_turns(shown.transcript, style)
-    events = timeline(obj)
+    events = timeline(obj, link)
     # The requester of a reviewer's Request is no reviewer of it (segregation of duties).
     own = waiting and is_own_request(request.user, task)
     answering = waiting and is_reviewer(request.user) and not own
@@ -104,6 +107,7 @@ def page_context(
         "can_answer": answering,
         "own_request": own,
         "forms": forms_by_action if answering else {},
+        "offers_reply": offers_reply(pending, forms_by_action),
         "has_errors": any(f.is_bound and f.errors for f in forms_by_action.values()),
         "review": state,
         "held_by_me": bool(holder and holder["by"] == me),
@@ -112,6 +116,18 @@ def page_context(
         "i_approved": any(a.get("by") == me for a in state.get("approvals") or ()),
         "has_view_permission": True,
     }
+
+
+def offers_reply(pending: dict[str, Any], forms_by_action: dict[str, forms.Form]) -> bool:
+    """Whether the page offers "Reply with data": not for a plain approval
+    (no data schema), which a yes or no answers — unless a reply to it was
+    posted, whose errors the page shows."""
+    reply = forms_by_action.get("reply")
+    if reply is None:
+        return False
+    data = pending.get("data")
+    schema = data.get("schema") if isinstance(data, dict) else None
+    return schema is not None or pending.get("kind") != "approval" or reply.is_bound
 
 
 def _as_reviewed(private: lifecycle.Private) -> lifecycle.Private:

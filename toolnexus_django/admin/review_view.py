@@ -38,6 +38,7 @@ from ..review import AnswerRefused, Verdict, decide_task
 from ..review.answer_forms import answer_form, answer_forms
 from ..review.reviewers import hold_of, is_reviewer, reviewer_name
 from ..stores import DjangoTaskStore
+from .actors import user_link
 from .filters import next_task_id
 from .history import decision_message, log_decision
 from .review_context import page_context, was_reviewed
@@ -126,7 +127,13 @@ class ReviewView(QueuePage):
             **self.queue.admin_site.each_context(request),
             "opts": self.queue.opts,
             "record_url": self.record_url(obj.pk),
-            **page_context(request, obj, forms_by_action, confirm_hold=confirm_hold),
+            **page_context(
+                request,
+                obj,
+                forms_by_action,
+                confirm_hold=confirm_hold,
+                link=user_link(self.queue.admin_site, request),
+            ),
         }
         request.current_app = self.queue.admin_site.name
         return TemplateResponse(request, self.template_name, context)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin import AdminSite
 from django.contrib.admin.utils import quote
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
@@ -20,21 +21,37 @@ from .. import lifecycle
 from ..jsontree import dumps_shown
 from ..models import TaskRecord, TaskState
 from ..review.reviewers import is_reviewer
+from .actors import user_link
 from .dashboard import can_view_dashboard, dashboard_view
 from .display import owner_label, task_of, timeline
 from .objectpages import ObjectPagesMixin
 from .outcome import task_outcome
 from .push import can_view_push, task_section
 
+#: Where a Task's page keeps the viewer's links to users (:meth:`TimelineMixin.get_object`).
+USER_LINK = "_tnx_user_link"
+
 
 class TimelineMixin:
-    """What both Task admins show: the Task's events, read-only."""
+    """What both Task admins show: the Task's events, read-only, each person
+    by name — linked to their page for a viewer who may see users."""
+
+    admin_site: AdminSite
+
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> Any:
+        obj = super().get_object(request, object_id, from_field)  # type: ignore[misc]
+        if obj is not None:
+            # A read-only field gets the object, not the request: the object
+            # (fetched for this request) carries what this viewer may follow.
+            setattr(obj, USER_LINK, user_link(self.admin_site, request))
+        return obj
 
     @admin.display(description=_("timeline"))
     def timeline(self, obj: TaskRecord) -> SafeString:
-        return render_to_string(
-            "admin/toolnexus_django/includes/timeline.html", {"events": timeline(obj)}
-        )
+        events = timeline(obj, getattr(obj, USER_LINK, None))
+        return render_to_string("admin/toolnexus_django/includes/timeline.html", {"events": events})
 
 
 @admin.register(TaskRecord)

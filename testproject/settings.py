@@ -16,6 +16,8 @@ TOOLNEXUS_MAX_MODEL_RESPONSE_BYTES: the bound on a model answer (benchmarks/mode
 TOOLNEXUS_MCP_TOOLS  unset: no MCP endpoint; "__all__" or comma-separated tool names
 TOOLNEXUS_GRPC_ADDRESS  unset: no gRPC; "host:port": toolnexus_serve serves gRPC there too
 TOOLNEXUS_PERMISSION_CLASSES  unset: AllowAny; comma-separated DRF permission classes
+TOOLNEXUS_TRACING  "1": OpenTelemetry spans (TRACING; unset: off)
+TOOLNEXUS_METRICS_TOKEN  unset: no /agent/metrics; set: Prometheus metrics for that bearer token
 DEMO_AGENT        "expenses" (default): the expenses app's tools, acting as the signed-in
                   requester; "example": the permission-free example tools on an endpoint
                   without authentication (the test suite's)
@@ -292,6 +294,13 @@ if _mcp_tools:
         "PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
         "CALL_TIMEOUT": float(os.environ.get("TOOLNEXUS_MCP_CALL_TIMEOUT", "60")),
     }
+# Observability (docs/howto/observability.md): TOOLNEXUS_TRACING=1 sends spans to
+# the global tracer provider (set one, or run under opentelemetry-instrument);
+# TOOLNEXUS_METRICS_TOKEN=<secret> serves /agent/metrics to that bearer token.
+if os.environ.get("TOOLNEXUS_TRACING") == "1":
+    TOOLNEXUS["TRACING"] = True
+if os.environ.get("TOOLNEXUS_METRICS_TOKEN"):
+    TOOLNEXUS["METRICS"] = {"TOKEN": os.environ["TOOLNEXUS_METRICS_TOKEN"]}
 # W002 warns that the endpoint admits anonymous callers with DEBUG off: the
 # demo is open on purpose (offline model, 127.0.0.1). A real project sets
 # PERMISSION_CLASSES (docs/howto/authenticate.md) instead of silencing it.

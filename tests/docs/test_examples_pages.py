@@ -1,7 +1,8 @@
-"""The pages that show runnable examples (docs/tutorial.md and
-docs/howto/clients.md) include them from docs/examples/ — where a test runs
-each one against the demo — and mark every other code block illustrative
-(a ``% illustrative`` line directly above its fence, the site's rule)."""
+"""The pages that show runnable examples (docs/tutorial.md,
+docs/howto/clients.md and docs/howto/observability.md) include them from
+docs/examples/ — where a test runs each one — and mark every other code block
+illustrative (a ``% illustrative`` line directly above its fence, the site's
+rule)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from pathlib import Path
 from tests.docs.test_readme_blocks import ROOT
 
 DOCS = ROOT / "docs"
-PAGES = [DOCS / "tutorial.md", DOCS / "howto" / "clients.md"]
+PAGES = [DOCS / "tutorial.md", DOCS / "howto" / "clients.md", DOCS / "howto" / "observability.md"]
 EXAMPLES = DOCS / "examples"
 TESTS = Path(__file__).resolve().parent
 
-OPENING = re.compile(r"^(`{3,}|~{3,})(.*)$")
+OPENING = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")  # indented: in a list item
 
 
 def fences(page: Path) -> list[tuple[int, str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import HttpReply, http
+from tests.conftest import HttpReply, http, wait_until
 
 TOKEN = "scrape-s3cret"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -34,6 +34,20 @@ def read(agent_url: str) -> Samples:
     reply = scrape(agent_url, BEARER)
     assert reply.status == 200, (reply.status, reply.body[:300])
     return samples(reply.body)
+
+
+def read_once(agent_url: str, what: str, **expected: float) -> Samples:
+    """A scrape in which each named (unlabelled) metric has its ``expected``
+    value, once one has: what a run or a stream records as it ends comes just
+    after the Task or the stream shows its end."""
+    return wait_until(
+        lambda: (
+            (found := read(agent_url))
+            and all(value(found, name) == want for name, want in expected.items())
+            and found
+        ),
+        what=what,
+    )
 
 
 def value(found: Samples, name: str, **labels: str) -> float:

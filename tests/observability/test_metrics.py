@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -26,17 +24,19 @@ from tests import mcp_tools, tools
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import Fail, FakeLLM, Hang, Text, ToolCall
 from tests.mcp_client import MCP_HEADERS
+from tests.observability.imports import imported_by_the_app
 from tests.observability.metrics_scrape import (
     BEARER,
     TOKEN,
     by_label,
     names,
     read,
+    read_once,
     samples,
     scrape,
 )
 from tests.observability.metrics_scrape import value as v
-from tests.servers import ROOT, database_url, fake_env, serve
+from tests.servers import fake_env, serve
 from tests.sse import open_stream
 from tests.utils import task_in
 from tests.webhooks import Receiver
@@ -196,7 +196,12 @@ def test_a_scripted_workload_is_counted_metric_by_metric(
             lambda: PushDelivery.objects.filter(outcome="delivered").count() == len(good.received),
             what="every delivery to be recorded",
         )
-        found = read(agent_url)
+        found = read_once(
+            agent_url,
+            "every run to have ended",
+            toolnexus_run_duration_seconds_count=7,
+            toolnexus_runs_in_flight=0,
+        )
 
     assert v(found, "toolnexus_tasks_started_total") == 5
     assert by_label(found, "toolnexus_tasks_finished_total", "outcome") == {
@@ -291,14 +296,11 @@ def test_an_open_stream_and_a_run_under_way_are_gauged(
     assert rest and rest[-1]["data"]["result"]["status"]["state"] == "completed"
     assert v(during, "toolnexus_streams_open") == 1
     assert v(during, "toolnexus_runs_in_flight") == 1
-    after = wait_until(
-        lambda: (
-            (found := read(agent_url))
-            and v(found, "toolnexus_streams_open") == 0
-            and v(found, "toolnexus_runs_in_flight") == 0
-            and found
-        ),
-        what="the stream and the run to end",
+    after = read_once(
+        agent_url,
+        "the stream and the run to end",
+        toolnexus_streams_open=0,
+        toolnexus_runs_in_flight=0,
     )
     assert v(after, "toolnexus_run_duration_seconds_count") == 1
 
@@ -388,29 +390,11 @@ def test_serve_gives_its_workers_a_fresh_directory_only_when_metrics_are_on(
     assert not made.exists()
 
 
-#: In a fresh process with METRICS off: a SendMessage run to its end and a GET
-#: of the metrics URL, then which prometheus_client modules the app's own
-#: code imported (another library, django_rq say, may import it itself); then
-#: the same once METRICS is set.
+#: With METRICS off: a SendMessage run to its end and a GET of the metrics
+#: URL; then which prometheus_client modules the app's own code imported,
+#: and the same once METRICS is set (:mod:`tests.observability.imports`).
 NO_IMPORT = """
-import builtins, json
-ours = set()
-imports = builtins.__import__
-
-def watched(name, globals=None, locals=None, fromlist=(), level=0):
-    importer = (globals or {}).get("__name__") or ""
-    if name.startswith("prometheus_client") and importer.startswith("toolnexus_django"):
-        ours.add(name)
-    return imports(name, globals, locals, fromlist, level)
-
-builtins.__import__ = watched
-import django
-django.setup()
-from django.test import Client
-client = Client()
-message = {"messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}
-body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
-assert client.post("/agent/", json.dumps(body), content_type="application/json").status_code == 200
+assert call("SendMessage", {"message": MESSAGE}).status_code == 200
 assert client.get("/agent/metrics", HTTP_AUTHORIZATION="Bearer x").status_code == 404
 from toolnexus_django.fulfilment.runs import close_runs
 close_runs(timeout=30)
@@ -425,18 +409,6 @@ print(json.dumps([off, sorted(ours)]))
 
 @pytest.mark.slow
 def test_the_app_imports_prometheus_client_only_once_metrics_are_on() -> None:
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "testproject.settings",
-        "DATABASE_URL": database_url(),
-        "TOOLNEXUS_STORE": "django",
-    }
-    env.pop("LLM_BASE_URL", None)  # the in-process demo model answers
-    ran = subprocess.run(
-        [sys.executable, "-c", NO_IMPORT], cwd=ROOT, env=env, capture_output=True, text=True,
-        timeout=120,
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr[-2000:]
-    off, on = json.loads(ran.stdout.strip().splitlines()[-1])
+    off, on = imported_by_the_app("prometheus_client", NO_IMPORT)
     assert off == []
     assert "prometheus_client" in on  # switched on, and only then

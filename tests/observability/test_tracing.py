@@ -20,6 +20,7 @@ from tests import mcp_tools, tools
 from tests.conftest import RpcClient, wait_until
 from tests.fakes import Fail, FakeLLM, Text, ToolCall
 from tests.mcp_client import MCP_HEADERS
+from tests.observability.imports import imported_by_the_app
 from tests.observability.tracing_spans import (
     finished,
     hex_span,
@@ -30,14 +31,13 @@ from tests.observability.tracing_spans import (
     spans_in_file,
     wait_for_span,
 )
-from tests.servers import database_url
+from tests.servers import ROOT, database_url, fake_env
 from tests.utils import pending_id, suspend
 from tests.webhooks import Receiver
 from toolnexus_django.review import answer_task
 from toolnexus_django.serving.handler import EndpointActions
 from toolnexus_django.stores import get_task_store
 
-ROOT = Path(__file__).resolve().parents[2]
 LOOKUP = ToolCall("lookup", {"code": "ZX-42"})
 #: A client's own trace: version 00, its trace id, its span id, sampled.
 CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -54,10 +54,13 @@ def spans() -> Iterator[Any]:
     exporter.clear()
 
 
+def user_message(text: str) -> dict[str, Any]:
+    return {"messageId": f"m-{time.monotonic_ns()}", "role": "user",
+            "parts": [{"kind": "text", "text": text}]}  # fmt: skip
+
+
 def send_message(rpc: RpcClient, text: str, headers: dict[str, str] | None = None) -> Any:
-    message = {"messageId": f"m-{time.monotonic_ns()}", "role": "user"}
-    message["parts"] = [{"kind": "text", "text": text}]
-    reply = rpc.call("SendMessage", {"message": message}, headers=headers or {})
+    reply = rpc.call("SendMessage", {"message": user_message(text)}, headers=headers or {})
     return reply["result"]
 
 
@@ -188,8 +191,7 @@ def test_a_task_resumed_in_another_process_continues_the_same_trace(
         "TRACE_SPANS_FILE": str(spans_file),
         "DATABASE_URL": database_url(),
         "TOOLNEXUS_STORE": "django",
-        "LLM_BASE_URL": fake_llm.url,
-        "LLM_RETRIES": "0",
+        **fake_env(fake_llm),
         "LLM_MODEL": "test-model",
         "TOOLNEXUS_LOG_LEVEL": "WARNING",
     }
@@ -228,8 +230,7 @@ def test_a_streamed_runs_chat_spans_say_their_own_usage_and_time_to_first_chunk(
     fake = fake_llm if style == "openai" else fake_anthropic
     configure(fake, TOOLKIT=tools.toolkit_setting(), TRACING=True)
     fake.push(LOOKUP, Text("ZX-42 is a widget.", usage=(30, 7)))
-    message = {"messageId": f"m-{time.monotonic_ns()}", "role": "user"}
-    message["parts"] = [{"kind": "text", "text": "what is ZX-42?"}]
+    message = user_message("what is ZX-42?")
     task = EndpointActions(get_task_store()).start(message, owner=None, text="x", streamed=True)
     assert rpc.wait(task["id"])["status"]["state"] == "completed"
     [run] = wait_for_span(spans, "invoke_agent")
@@ -367,32 +368,14 @@ def test_with_tracing_off_nothing_is_recorded_though_the_sdk_is_installed(
     assert finished(spans) == []
 
 
-#: Serves a GetTask and a SendMessage in a fresh process with TRACING off,
-#: then says which OpenTelemetry modules the app's own code imported (other
-#: libraries, redis say, may import OpenTelemetry themselves when it is there).
+#: With TRACING off: `manage.py check`, a GetTask and a SendMessage run to its
+#: end; then which OpenTelemetry modules the app's own code imported
+#: (:mod:`tests.observability.imports`).
 NO_IMPORT = """
-import builtins, json, sys
-ours = set()
-imports = builtins.__import__
-
-def watched(name, globals=None, locals=None, fromlist=(), level=0):
-    importer = (globals or {}).get("__name__") or ""
-    if name.startswith("opentelemetry") and importer.startswith("toolnexus_django"):
-        ours.add(name)
-    return imports(name, globals, locals, fromlist, level)
-
-builtins.__import__ = watched
-import django
-django.setup()
 from django.core.management import call_command
-from django.test import Client
 call_command("check")
-client = Client()
-for method, params in (("GetTask", {"id": "nope"}),
-                       ("SendMessage", {"message": {"messageId": "m1", "role": "user",
-                                                    "parts": [{"kind": "text", "text": "hi"}]}})):
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    reply = client.post("/agent/", json.dumps(body), content_type="application/json")
+for method, params in (("GetTask", {"id": "nope"}), ("SendMessage", {"message": MESSAGE})):
+    reply = call(method, params)
     assert reply.status_code == 200, reply.content
 from toolnexus_django.fulfilment.runs import close_runs
 close_runs(timeout=30)
@@ -403,16 +386,4 @@ print(json.dumps(sorted(ours)))
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_with_tracing_off_the_app_never_imports_opentelemetry() -> None:
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "testproject.settings",
-        "DATABASE_URL": database_url(),
-        "TOOLNEXUS_STORE": "django",
-    }
-    env.pop("LLM_BASE_URL", None)  # the in-process demo model answers
-    ran = subprocess.run(
-        [sys.executable, "-c", NO_IMPORT], cwd=ROOT, env=env, capture_output=True, text=True,
-        timeout=120,
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr[-2000:]
-    assert ran.stdout.strip().splitlines()[-1] == "[]"
+    assert imported_by_the_app("opentelemetry", NO_IMPORT) == []

@@ -50,6 +50,7 @@ from ..models import (
 )
 from .charts import Chart, bars, columns
 from .display import owner_label
+from .readonly import ReadOnlyAdmin
 
 #: The most rows any one chart reads from an index (its window is cut to the
 #: newest ones), and from the table (the rows' JSON: is_error, actors).
@@ -330,8 +331,9 @@ def dashboard_view(model_admin: admin.ModelAdmin[Any]) -> Any:
 
 
 @admin.register(TaskDashboard)
-class TaskDashboardAdmin(admin.ModelAdmin):
-    """The admin index's "Dashboard" entry: its list is the dashboard."""
+class TaskDashboardAdmin(ReadOnlyAdmin):
+    """The admin index's "Dashboard" entry: its list is the dashboard (no
+    objects to add, change or delete)."""
 
     def get_urls(self) -> list[URLPattern]:
         info = self.opts.app_label, self.opts.model_name
@@ -350,12 +352,3 @@ class TaskDashboardAdmin(admin.ModelAdmin):
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return can_view_dashboard(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

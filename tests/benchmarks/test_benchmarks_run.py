@@ -29,10 +29,10 @@ def test_indexes_runs_on_sqlite() -> None:
     assert "dashboard: tokens per owner + day" in out  # the admin dashboard's charts
 
 
-def test_tracing_cost_measures_each_provider_on_and_off() -> None:
-    out = run("benchmarks/tracing_cost.py", "--rounds", "1", "--calls", "20")
-    rows = [line for line in out.splitlines() if line.startswith(("| none", "| all", "| ratio"))]
-    assert len(rows) == 3, out  # the API's no-op spans, every span recorded, a share
+def test_tracing_cost_measures_a_gettask_on_and_off() -> None:
+    # One provider (each is a process of its own, set up like this one): every span recorded.
+    out = run("benchmarks/tracing_cost.py", "--rounds", "1", "--calls", "20", "--provider", "all")
+    assert out.startswith("| all | "), out
 
 
 @pytest.mark.django_db

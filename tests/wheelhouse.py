@@ -5,7 +5,8 @@ install the app into a new venv with a real ``pip install``, as a user does.
 Resolving and downloading its dependencies from the index each time cost most
 of their minutes (and a network). Instead, each installs from one directory
 of wheels (``PIP_FIND_LINKS`` with ``PIP_NO_INDEX``): the app's dependencies,
-its ``demo`` extra's and what building the checkout needs (setuptools). It is
+its ``demo`` extra's, what building the checkout needs (setuptools), and
+pytest-django (the install guide's project runs the tools page's tests). It is
 still pip resolving and installing into a fresh venv; only the index is local.
 
 ``TOOLNEXUS_WHEELHOUSE`` names one (``.ci/run`` builds it once per Python);
@@ -27,13 +28,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 #: What building the checkout (an editable install, ``python -m build``) needs.
 BUILD_REQUIREMENTS = ("setuptools>=77", "wheel")
+#: What the Write tools page's tests install into the install guide's project.
+TEST_REQUIREMENTS = ("pytest", "pytest-django")
 
 
 def build(into: Path, python: str = sys.executable) -> Path:
-    """Wheels of the app's dependencies (with the ``demo`` extra) and of what
-    building it needs, for ``python``, in ``into``."""
+    """Wheels of the app's dependencies (with the ``demo`` extra), of what
+    building it needs, and of pytest and pytest-django, for ``python``, in ``into``."""
     into.mkdir(parents=True, exist_ok=True)
-    wheels = [f"{ROOT}[demo]", *BUILD_REQUIREMENTS]
+    wheels = [f"{ROOT}[demo]", *BUILD_REQUIREMENTS, *TEST_REQUIREMENTS]
     subprocess.run(
         [python, "-m", "pip", "wheel", "-q", "--wheel-dir", str(into), *wheels],
         check=True,

@@ -3,8 +3,11 @@
 comment line ``% illustrative`` directly above its opening fence.
 
 Skipped: the pages whose examples are executed files (docs/tutorial.md,
-docs/howto/clients.md, docs/examples/); the layer map, rendered from
-tests/layers.py and checked by tests/test_layout.py."""
+docs/howto/clients.md, docs/examples/); the pages whose blocks are run as
+printed (docs/howto/install.md, docs/howto/tools.md: tests/docs/test_howto_blocks.py
+holds them to the same rule, a block run by a test standing for an included
+file); the layer map, rendered from tests/layers.py and checked by
+tests/test_layout.py."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from tests.layers import BEGIN, END
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 MARKER = "% illustrative"
-SKIPPED = {"tutorial.md", "howto/clients.md"}
+SKIPPED = {"tutorial.md", "howto/clients.md", "howto/install.md", "howto/tools.md"}
 SKIPPED_DIRS = ("examples/", "_build/")
 #: Directives whose body is code, like a fenced block.
 CODE_DIRECTIVES = {"code-block", "code", "sourcecode"}

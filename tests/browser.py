@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,10 @@ import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
 DOCS = Path(__file__).resolve().parent.parent / "docs"
+#: Apps the test settings install for the suite's workers (django-tasks-db,
+#: django-rq), which a project set up as the docs say has not: their admin
+#: hides from the docs' pictures (:func:`admin_as_documented`).
+TEST_ONLY_APPS = ("django_tasks_database", "django_rq")
 
 #: What every browser test module puts in its ``pytestmark``.
 MARKS = [
@@ -47,7 +52,9 @@ __all__ = [
     "CHROMIUM",
     "DOCS",
     "MARKS",
+    "TEST_ONLY_APPS",
     "_orm_beside_playwright",
+    "admin_as_documented",
     "browser",
     "browser_context_args",
     "browser_type",
@@ -151,3 +158,24 @@ def log_in(page: Any, base_url: str, username: str, password: str) -> None:
     page.fill("#id_password", password)
     page.click("input[type=submit]")
     expect(page.locator("#user-tools")).to_contain_text(username, ignore_case=True)
+
+
+@contextmanager
+def admin_as_documented() -> Iterator[None]:
+    """The admin without the models of :data:`TEST_ONLY_APPS`, as a project
+    set up the docs' way has it (the live server runs in this process, so it
+    serves the same registry); everything registered again on the way out."""
+    from django.contrib import admin
+
+    hidden = {
+        model: type(model_admin)
+        for model, model_admin in list(admin.site._registry.items())
+        if model._meta.app_label in TEST_ONLY_APPS
+    }
+    for model in hidden:
+        admin.site.unregister(model)
+    try:
+        yield
+    finally:
+        for model, model_admin in hidden.items():
+            admin.site.register(model, model_admin)

@@ -1,5 +1,5 @@
 """An admin that leads to the answer (Django's test client; the same in
-chromium: tests/admin/test_browser_outcome.py):
+chromium: tests/admin/test_browser_tutorial.py):
 
 * a decision — on the review page or in bulk — flashes a message linking to
   the Task's own page;

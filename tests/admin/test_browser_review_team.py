@@ -39,6 +39,8 @@ QUEUE = "/admin/toolnexus_django/awaitinghumantask/"
 EXPENSE = "Please file my taxi from the airport to the client's office on Tuesday: 42.50."
 TAXI = {"amount": 42.5, "description": "Taxi, airport to client"}
 FILED = r"Filed expense claim EXP-\w+: {amount} under {where}\."
+INVOICE = "Pay Acme's invoice for the new desks."
+PAYMENT = {"supplier": "Acme Office Supplies", "amount": 1250.0}
 
 
 @pytest.fixture
@@ -468,16 +470,20 @@ def test_four_eyes_needs_a_second_reviewer_before_the_tool_runs(
 ) -> None:
     from playwright.sync_api import expect
 
-    # The live server runs in this process: the settings apply to it.
-    configure(fake_llm, REVIEW={"APPROVALS": {"file_expense": 2}})
-    task_id = waiting(rpc, fake_llm, "four-eyes", then="Filed, with two approvals.")
+    # The live server runs in this process: the settings apply to it. The
+    # payment, as review-team.md says (the demo's expense claims need one).
+    configure(fake_llm, REVIEW={"APPROVALS": {"pay_supplier": 2}})
+    task_id = waiting(
+        rpc, fake_llm, "four-eyes", PAYMENT, tool="pay_supplier", text=INVOICE,
+        then="Paid, with two approvals.",
+    )  # fmt: skip
     log_in(page, live_server.url, "rita", "rita-pw")
     page.goto(review_url(live_server.url, task_id))
     expect(page.locator("#tnx-approvals")).to_have_text("0 of 2 approvals")
     expect(page.locator("#tnx-edit-form")).to_have_count(0)  # four-eyes calls are not edited
     page.locator("#tnx-approve-form button.tnx-approve").click()
     expect(page.locator(".messagelist .success")).to_contain_text(
-        "Your approval of “Approve an expense claim of 42.50"
+        "Your approval of “Pay 1250.00 to Acme Office Supplies?”"
     )
     expect(page.locator(".messagelist .success")).to_contain_text(
         "another reviewer must approve it too."
@@ -505,7 +511,7 @@ def test_four_eyes_needs_a_second_reviewer_before_the_tool_runs(
     done = rpc.wait(task_id, ("completed", "failed"))
     assert done["status"]["state"] == "completed"
     assert re.fullmatch(
-        FILED.format(amount="42.5", where="other"), tool_result(fake_llm, "four-eyes")
+        r"Paid 1250\.00 to Acme Office Supplies: PAY-\w+\.", tool_result(fake_llm, "four-eyes")
     )
     kinds = [e["kind"] for e in events_of(task_id)]
     assert kinds.count("review_approval") == 1 and kinds.count("answer") == 1, kinds

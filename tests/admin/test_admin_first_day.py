@@ -142,3 +142,18 @@ def test_an_expense_names_the_task_that_filed_it_read_only_and_linked(
     assert 'name="task_id"' not in change  # not a text box to edit
     listing = admin_client.get(reverse("admin:expenses_expense_changelist")).content.decode()
     assert f'<a href="{task_page}" title="{task_id}">{task_id[:12]}…</a>' in listing
+
+
+def test_the_owner_filter_offers_anonymous_callers_only_when_one_is_waiting(
+    reviewer_client: Client,  # noqa: F811
+    django_user_model: Any,
+) -> None:
+    alice = django_user_model.objects.create_user("alice-owner", password="pw")
+    task_in("input-required", request=approval("a"), owner=str(alice.pk))
+    body = reviewer_client.get(reverse(QUEUE)).content.decode()
+    assert "?owner=" + str(alice.pk) in body
+    assert "owner=anonymous" not in body  # an endpoint that signs everyone in has none
+
+    task_in("input-required", request=approval("b"))  # an anonymous caller's
+    body = reviewer_client.get(reverse(QUEUE)).content.decode()
+    assert "owner=anonymous" in body

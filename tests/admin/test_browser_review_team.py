@@ -298,7 +298,7 @@ def test_the_queue_filters_by_tool_and_claim_and_searches_tools_and_arguments(
     expect(page).to_have_url(re.compile(r"[?&]tool=file_expense"))
     expect(rows(page)).to_have_count(2)
     expect(page.locator("#result_list")).not_to_contain_text("ask_requester")
-    page.screenshot(path=str(screenshots(tmp_path) / "review-filters.png"))
+    page.screenshot(path=str(tmp_path / "review-filters.png"))
     filters.locator("details[data-filter-title='tool'] a", has_text="ask_requester").click()
     expect(rows(page)).to_have_count(1)
     expect(rows(page).first).to_contain_text("Which dates is the trip to Porto?")
@@ -442,7 +442,7 @@ def test_answer_and_review_next_opens_the_other_waiting_task(
     expect(page.locator(".messagelist .success")).to_contain_text("Answered")
     expect(page.locator("h1")).to_have_text("Review task")
     expect(page.locator("#tnx-request")).to_contain_text("Client dinner")
-    page.screenshot(path=str(screenshots(tmp_path) / "review-next.png"))
+    page.screenshot(path=str(tmp_path / "review-next.png"))
     assert rpc.wait(first, ("completed", "failed"))["status"]["state"] == "completed"
     assert rpc.get(second)["result"]["status"]["state"] == "input-required"
 
@@ -562,7 +562,7 @@ def test_the_queue_fits_1280_px_with_the_navigation_sidebar_open(
     expect(page.locator("#result_list")).to_contain_text("being reviewed by rita")
     expect(page.locator("#result_list")).to_contain_text("0 of 2 approvals")
     full_page_screenshot(
-        page, screenshots(tmp_path) / "review-queue-1280.png"
+        page, tmp_path / "review-queue-1280.png"
     )  # first: it shows a failure
     # Every column shows in full: none past the table's box (the admin's
     # .results scrolls a table wider than its room, hiding the last columns

@@ -126,8 +126,11 @@ class OwnerFilter(admin.SimpleListFilter):
             .values_list("owner_id", "owner__username")
             .distinct()[:100]
         )
-        return [*sorted(((str(pk), name) for pk, name in rows), key=lambda r: r[1]),
-                ("anonymous", _("anonymous caller"))]  # fmt: skip
+        users = sorted(((str(pk), name) for pk, name in rows), key=lambda r: r[1])
+        # Offered only when there is one: an endpoint that signs everyone in has none.
+        if AwaitingHumanTask.objects.filter(owner__isnull=True).exists():
+            return [*users, ("anonymous", _("anonymous caller"))]
+        return users
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "anonymous":

@@ -139,13 +139,14 @@ def test_a_claim_warns_the_second_reviewer_who_may_answer_anyway(
     expect(sam.locator("#tnx-take-over")).to_be_visible()
     approve = sam.locator("#tnx-approve-form")
     expect(approve).to_contain_text("Answer anyway: rita is reviewing this task")
+    # The picture: what sam sees on opening the page, before answering anything.
+    sam.screenshot(path=str(screenshots(tmp_path) / "review-held.png"))
     approve.locator("button.tnx-approve").click()
     expect(sam.locator(".messagelist .warning")).to_contain_text(
         "This task is being reviewed by rita. Tick “Answer anyway” to answer it."
     )
     assert rpc.get(task_id)["result"]["status"]["state"] == "input-required"
     assert decisions_of(task_id) == []
-    sam.screenshot(path=str(screenshots(tmp_path) / "review-held.png"))
 
     approve = sam.locator("#tnx-approve-form")
     approve.get_by_label("Answer anyway: rita is reviewing this task").check()

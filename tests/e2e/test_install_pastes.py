@@ -181,6 +181,11 @@ def install_blocks() -> tuple[str, str, str, str]:
     return install, settings_part, urls_part, then
 
 
+@pytest.mark.budget(
+    seconds=120,
+    reason="one fresh project walked twice (a hosted model, then the offline one with a tool "
+    "of its own and its tests): a second venv would cost more; 46 s in CI, 65 s beside a CI run",
+)
 def test_the_install_guide_pastes_into_a_fresh_startproject_and_takes_a_tool_of_its_own(
     tmp_path: Path, wheelhouse: Path
 ) -> None:
